@@ -1,0 +1,58 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "reel",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "reeld", targets: ["reeld"]),
+        .executable(name: "reelctl", targets: ["reelctl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // --- C interop: one thin module per library, nothing else in them. ---
+        .systemLibrary(name: "CX264", path: "Sources/CX264", pkgConfig: "x264",
+                       providers: [.apt(["libx264-dev"])]),
+        .systemLibrary(name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavformat",
+                       providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswresample-dev"])]),
+        .systemLibrary(name: "CYUV", path: "Sources/CYUV",
+                       providers: [.apt(["libyuv-dev"])]),
+        // C macros and versioned symbols Swift cannot import, re-exported as functions.
+        .target(name: "CReelShim", dependencies: ["CX264", "CFFmpeg"], path: "Sources/CReelShim"),
+
+        // --- Pure Swift core: timeline, clocks, cuts, synthetic signals. No C, no devices. ---
+        .target(name: "ReelCore", path: "Sources/ReelCore"),
+
+        // --- Media: encoders, muxer, pixel conversion over the C modules. ---
+        .target(name: "ReelMedia",
+                dependencies: ["ReelCore", "CReelShim", "CX264", "CFFmpeg", "CYUV"],
+                path: "Sources/ReelMedia"),
+
+        // --- Control protocol (line-delimited JSON over a Unix socket), shared by both programs. ---
+        .target(name: "ReelControl", dependencies: ["ReelCore"], path: "Sources/ReelControl"),
+
+        // --- The daemon: sources, pipeline, recorder, control server. ---
+        .target(name: "ReelDaemon",
+                dependencies: ["ReelCore", "ReelMedia", "ReelControl",
+                               .product(name: "Logging", package: "swift-log")],
+                path: "Sources/ReelDaemon"),
+
+        .executableTarget(name: "reeld",
+                          dependencies: ["ReelDaemon", "ReelCore",
+                                         .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                                         .product(name: "Logging", package: "swift-log")],
+                          path: "Sources/reeld"),
+        .executableTarget(name: "reelctl",
+                          dependencies: ["ReelControl", "ReelCore",
+                                         .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                          path: "Sources/reelctl"),
+
+        .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"], path: "Tests/ReelCoreTests"),
+        .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore", "CFFmpeg"], path: "Tests/ReelMediaTests"),
+        .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelDaemon"], path: "Tests/ReelControlTests"),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,63 @@
+/// Time in Reel is integers only: nanoseconds on CLOCK_MONOTONIC (`Nanos`), sample counts,
+/// and exact rationals for rates. No `Double` ever carries a timestamp.
+public typealias Nanos = Int64
+
+public let nanosPerSecond: Int64 = 1_000_000_000
+
+/// An exact positive rational such as a frame rate (30/1, 30000/1001) or a time base (1/90000).
+public struct Rational: Hashable, Sendable, CustomStringConvertible, Codable {
+    public let num: Int64
+    public let den: Int64
+
+    public init(_ num: Int64, _ den: Int64 = 1) {
+        precondition(den != 0, "Rational with zero denominator")
+        let sign: Int64 = den < 0 ? -1 : 1
+        let g = Rational.gcd(Swift.abs(num), Swift.abs(den))
+        self.num = sign * num / Swift.max(g, 1)
+        self.den = sign * den / Swift.max(g, 1)
+    }
+
+    public static func gcd(_ a: Int64, _ b: Int64) -> Int64 {
+        var (a, b) = (a, b)
+        while b != 0 { (a, b) = (b, a % b) }
+        return a
+    }
+
+    public var description: String { den == 1 ? "\(num)" : "\(num)/\(den)" }
+
+    /// Parses "30", "30/1", "30000/1001".
+    public init?(parsing text: String) {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let n = Int64(parts[0]), n > 0 else { return nil }
+        let d = parts.count == 2 ? Int64(parts[1]) : 1
+        guard let d, d > 0 else { return nil }
+        self.init(n, d)
+    }
+}
+
+/// Integer rescaling `value * num / den` with a chosen rounding, computed in 128 bits so that
+/// nanosecond timestamps hours long times 90 kHz or 192 kHz never overflow.
+public enum Rounding: Sendable { case down, up, nearest }
+
+public func rescale(_ value: Int64, _ num: Int64, _ den: Int64, rounding: Rounding = .nearest) -> Int64 {
+    precondition(den > 0 && num >= 0)
+    let neg = value < 0
+    let mag = UInt64(value.magnitude)
+    let (hi, lo) = mag.multipliedFullWidth(by: UInt64(num))
+    let d = UInt64(den)
+    var (q, r) = d.dividingFullWidth((hi, lo))
+    // Round the magnitude; for negative values "down"/"up" swap meaning.
+    let wantUp: Bool
+    switch rounding {
+    case .nearest: wantUp = r >= d - r // half away from zero
+    case .down: wantUp = neg && r != 0
+    case .up: wantUp = !neg && r != 0
+    }
+    if wantUp && r != 0 { q += 1; r = 0 }
+    return neg ? -Int64(q) : Int64(q)
+}
+
+/// CLOCK_MONOTONIC abstraction so the core and the pipeline can be driven by a test clock.
+public protocol MonotonicClock: Sendable {
+    func now() -> Nanos
+}

@@ -14,7 +14,7 @@ let package = Package(
     ],
     targets: [
         // --- C interop: one thin module per library, nothing else in them. ---
-        .systemLibrary(name: "CX264", path: "Sources/CX264", pkgConfig: "x264",
+        .systemLibrary(name: "CX264", path: "Sources/CX264",
                        providers: [.apt(["libx264-dev"])]),
         .systemLibrary(name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavformat",
                        providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswresample-dev"])]),
@@ -32,7 +32,7 @@ let package = Package(
                 path: "Sources/ReelMedia"),
 
         // --- Control protocol (line-delimited JSON over a Unix socket), shared by both programs. ---
-        .target(name: "ReelControl", dependencies: ["ReelCore"], path: "Sources/ReelControl"),
+        .target(name: "ReelControl", dependencies: ["ReelCore", .product(name: "Logging", package: "swift-log")], path: "Sources/ReelControl"),
 
         // --- The daemon: sources, pipeline, recorder, control server. ---
         .target(name: "ReelDaemon",

@@ -1,0 +1,166 @@
+import XCTest
+@testable import ReelCore
+
+/// Deterministic random numbers so every failure reproduces from its seed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+final class TimelineTests: XCTestCase {
+    let ms: Nanos = 1_000_000
+
+    /// Feeds whole seconds of frames and 10 ms chunks in capture order, returns what was kept.
+    private func run(fps: Rational, rate: Int, requests: [(Nanos, Timeline.Request)], until end: Nanos)
+        -> (video: [(Int64, Nanos)], audio: [Timeline.AudioAction], timeline: Timeline)
+    {
+        let vf = VideoFormat(width: 64, height: 36, fps: fps, pixelFormat: .yuyv)
+        let af = AudioFormat(sampleRate: rate, channels: 1)
+        var tl = Timeline(start: 0, hasVideo: true, audio: af)
+        var reqs = requests[...]
+        var video: [(Int64, Nanos)] = []
+        var audio: [Timeline.AudioAction] = []
+        var n: Int64 = 0, m: Int64 = 0
+        let chunk = Int64(rate / 100)
+        while true {
+            let tv = vf.frameTime(n), ta = af.sampleTime(m)
+            let t = min(tv, ta)
+            if t > end && reqs.isEmpty { break }
+            while let r = reqs.first, r.0 <= t { try! tl.request(r.1, at: r.0); reqs.removeFirst() }
+            if tv <= ta {
+                if case let .keep(out) = tl.video(at: tv) { video.append((n, out)) }
+                n += 1
+            } else {
+                tl.audioArrived(count: Int(chunk), captureTime: ta)
+                m += chunk
+            }
+            while let a = tl.nextAudioAction() { audio.append(a) }
+        }
+        return (video, audio, tl)
+    }
+
+    func testThreeSegmentsAt30fps48k() {
+        let r = run(fps: Rational(30), rate: 48000,
+                    requests: [(2000 * ms, .pause), (3000 * ms, .resume), (4500 * ms, .pause), (6000 * ms, .resume), (7000 * ms, .stop)],
+                    until: 7100 * ms)
+        let kept = r.video.map(\.0)
+        XCTAssertEqual(kept, Array(0..<60) + Array(90..<135) + Array(180..<210))
+        // Output steps by exactly one frame everywhere, including across the resumes.
+        let vf = VideoFormat(width: 64, height: 36, fps: Rational(30), pixelFormat: .yuyv)
+        for (i, (_, out)) in r.video.enumerated() { XCTAssertEqual(out, vf.frameTime(Int64(i)), "frame \(i)") }
+        // Audio: keep 2 s, drop 1 s, keep 1.5 s, drop 1.5 s, keep 1 s (merged runs).
+        var keptSamples = 0, dropped = 0
+        for a in r.audio { if case let .keep(k) = a { keptSamples += k }; if case let .drop(d) = a { dropped += d } }
+        XCTAssertEqual(keptSamples, 48000 * 9 / 2)
+        XCTAssertEqual(r.timeline.audioOutput, Int64(keptSamples))
+        XCTAssertTrue(r.timeline.isFinished)
+        XCTAssertEqual(r.timeline.segments.count, 3)
+        XCTAssertEqual(r.timeline.currentOffset, 2500 * ms)
+    }
+
+    func testCutsSnapToTheFrameGrid() {
+        // A pause at 1.010 s snaps to frame 31 (1.0333 s); the resume at 2.001 s to frame 61.
+        let r = run(fps: Rational(30), rate: 44100,
+                    requests: [(1010 * ms, .pause), (2001 * ms, .resume), (3000 * ms, .stop)], until: 3100 * ms)
+        XCTAssertEqual(r.video.map(\.0), Array(0..<31) + Array(61..<90))
+        XCTAssertEqual(r.timeline.currentOffset, 1_000_000_000) // 30 frames = 44100 samples exactly
+        XCTAssertEqual(r.timeline.audioOutput, 44100 * 2)
+    }
+
+    func testWrongPhaseRequestsAreRefusedAndHarmNothing() {
+        var tl = Timeline(start: 0, hasVideo: true, audio: nil)
+        XCTAssertThrowsError(try tl.request(.resume, at: 10)) { XCTAssertEqual($0 as? Timeline.RequestError, .wrongPhase(request: .resume, phase: .recording)) }
+        try! tl.request(.pause, at: 10)
+        XCTAssertThrowsError(try tl.request(.pause, at: 20))
+        try! tl.request(.stop, at: 30)
+        XCTAssertThrowsError(try tl.request(.resume, at: 40))
+        XCTAssertThrowsError(try tl.request(.stop, at: 40))
+        XCTAssertEqual(tl.phase, .stopped)
+        XCTAssertEqual(tl.video(at: 0), .keep(outputTime: 0))
+        XCTAssertEqual(tl.video(at: 33), .drop)
+        XCTAssertTrue(tl.isFinished)
+    }
+
+    func testAudioWaitsForAnUnresolvedCutInsteadOfGuessing() {
+        let af = AudioFormat(sampleRate: 48000, channels: 1)
+        var tl = Timeline(start: 0, hasVideo: true, audio: af)
+        _ = tl.video(at: 0)
+        try! tl.request(.pause, at: 500 * ms)
+        // Audio for the first second arrives before any video past the pause request.
+        tl.audioArrived(count: 48000, captureTime: 0)
+        XCTAssertEqual(tl.nextAudioAction(), .keep(24000)) // up to the request: decidable
+        XCTAssertNil(tl.nextAudioAction())                  // beyond: the cut is not yet known
+        _ = tl.video(at: 533 * ms + 333_333)                // frame 16 resolves the pause at 533.33 ms
+        XCTAssertEqual(tl.nextAudioAction(), .keep(1600))
+        XCTAssertNil(tl.nextAudioAction())                  // a resume could still come at the horizon
+        tl.advance(to: 1000 * ms)
+        XCTAssertEqual(tl.nextAudioAction(), .drop(22400))
+    }
+
+    func testLateAudioSourceIsPaddedWithSilenceAtTheStart() {
+        let af = AudioFormat(sampleRate: 48000, channels: 1)
+        var tl = Timeline(start: 0, hasVideo: true, audio: af)
+        _ = tl.video(at: 0)
+        tl.audioArrived(count: 480, captureTime: 5 * ms) // first sample 5 ms after the start cut
+        tl.advance(to: 100 * ms)
+        XCTAssertEqual(tl.nextAudioAction(), .silence(240))
+        XCTAssertEqual(tl.nextAudioAction(), .keep(480))
+    }
+
+    func testStalledVideoDoesNotHoldAudioForever() {
+        let af = AudioFormat(sampleRate: 48000, channels: 1)
+        var tl = Timeline(start: 0, hasVideo: true, audio: af, unresolvedTimeout: 200 * ms)
+        _ = tl.video(at: 0)
+        tl.audioArrived(count: 48000, captureTime: 0)
+        try! tl.request(.stop, at: 300 * ms)
+        tl.advance(to: 499 * ms)
+        XCTAssertFalse(tl.isStopResolved)
+        tl.advance(to: 500 * ms) // no frame came: the stop resolves at its request instant
+        XCTAssertTrue(tl.isStopResolved)
+        XCTAssertEqual(tl.nextAudioAction(), .keep(14400))
+        XCTAssertEqual(tl.nextAudioAction(), .drop(33600))
+        XCTAssertTrue(tl.isFinished)
+    }
+
+    func testMissingAudioAtStopIsFilledWithSilence() {
+        let af = AudioFormat(sampleRate: 48000, channels: 1)
+        var tl = Timeline(start: 0, hasVideo: true, audio: af)
+        _ = tl.video(at: 0)
+        tl.audioArrived(count: 4800, captureTime: 0)
+        try! tl.request(.stop, at: 200 * ms)
+        _ = tl.video(at: 200 * ms)
+        XCTAssertEqual(tl.nextAudioAction(), .keep(4800))
+        XCTAssertNil(tl.nextAudioAction())
+        XCTAssertFalse(tl.isFinished)
+        XCTAssertEqual(tl.audioNeededForFinish, 9600)
+        XCTAssertEqual(tl.silenceToFinish(), 9600 - 4800)
+        XCTAssertTrue(tl.isFinished)
+        XCTAssertEqual(tl.audioOutput, 9600)
+    }
+
+    func testVideoOnlyAndAudioOnly() {
+        var v = Timeline(start: 0, hasVideo: true, audio: nil)
+        XCTAssertEqual(v.video(at: 0), .keep(outputTime: 0))
+        try! v.request(.pause, at: 10 * ms)
+        XCTAssertEqual(v.video(at: 40 * ms), .drop)
+        try! v.request(.resume, at: 100 * ms)
+        XCTAssertEqual(v.video(at: 120 * ms), .keep(outputTime: 40 * ms)) // offset = 120 - 40
+        var a = Timeline(start: 0, hasVideo: false, audio: AudioFormat(sampleRate: 1000, channels: 1))
+        a.audioArrived(count: 1000, captureTime: 0)
+        try! a.request(.pause, at: 100 * ms)
+        try! a.request(.resume, at: 300 * ms)
+        try! a.request(.stop, at: 500 * ms)
+        XCTAssertEqual(a.nextAudioAction(), .keep(100))
+        XCTAssertEqual(a.nextAudioAction(), .drop(200))
+        XCTAssertEqual(a.nextAudioAction(), .keep(200))
+        XCTAssertEqual(a.nextAudioAction(), .drop(500))
+        XCTAssertTrue(a.isFinished)
+    }
+}

@@ -1,0 +1,43 @@
+# Reel: make demo | make test | make build | make install (later) | make clean
+# Works on a fresh Debian 12 machine: missing Debian packages are installed with apt-get.
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+.PHONY: deps build build-debug test unit e2e demo clean
+
+PYTHON ?= /usr/bin/python3
+SWIFT ?= swift
+RELEASE_BIN := $(CURDIR)/.build/release
+DEB_PACKAGES := pkg-config libx264-dev libavformat-dev libavcodec-dev libavutil-dev libswresample-dev \
+                libyuv-dev ffmpeg python3 python3-numpy python3-pytest
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# Installs only what is missing (dpkg-query), so a second run costs nothing.
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed$$' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:" $$missing; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+	@command -v $(SWIFT) >/dev/null || { echo "swift not found: install the Swift 6 toolchain (swift.org) and put it on PATH"; exit 1; }
+
+build: deps
+	$(SWIFT) build -c release --product reeld
+	$(SWIFT) build -c release --product reelctl
+
+build-debug: deps
+	$(SWIFT) build --build-tests
+
+unit: build-debug
+	$(SWIFT) test --skip-build
+
+e2e: build
+	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) -m pytest -q -p no:cacheprovider Tests/e2e
+
+# Every test: Swift unit and property tests, then the end-to-end tests on the real binaries.
+test: unit e2e
+
+demo: build
+	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) scripts/demo.py
+
+clean:
+	rm -rf .build demo-out

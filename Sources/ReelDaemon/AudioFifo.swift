@@ -1,0 +1,50 @@
+/// Interleaved S16 samples waiting for the timeline to decide them: a ring allocated once.
+/// Owned by the pipeline thread only.
+struct AudioFifo: ~Copyable {
+    let channels: Int
+    let capacity: Int            // in frames
+    // Unsafe pointer: one allocation owned by this non-copyable value, freed in deinit.
+    private let ring: UnsafeMutablePointer<Int16>
+    private var head = 0         // frame index of the oldest sample
+    private(set) var count = 0   // frames held
+
+    init(channels: Int, capacityFrames: Int) {
+        self.channels = channels
+        capacity = capacityFrames
+        ring = .allocate(capacity: capacityFrames * channels)
+        ring.initialize(repeating: 0, count: capacityFrames * channels)
+    }
+    deinit { ring.deallocate() }
+
+    var room: Int { capacity - count }
+
+    /// Appends `frames` frames (or silence when `src` is nil). The caller checks `room` first.
+    mutating func append(_ src: UnsafePointer<Int16>?, frames: Int) {
+        precondition(frames <= room, "audio FIFO overflow")
+        var done = 0
+        while done < frames {
+            let tail = (head + count) % capacity
+            let n = min(frames - done, capacity - tail)
+            let dst = ring + tail * channels
+            if let src { dst.update(from: src + done * channels, count: n * channels) }
+            else { dst.update(repeating: 0, count: n * channels) }
+            count += n; done += n
+        }
+    }
+
+    /// Hands the oldest `frames` frames to `body` in at most two contiguous pieces and removes them.
+    mutating func consume(_ frames: Int, _ body: (UnsafeBufferPointer<Int16>) throws -> Void) rethrows {
+        precondition(frames <= count, "audio FIFO underflow")
+        var left = frames
+        while left > 0 {
+            let n = min(left, capacity - head)
+            try body(UnsafeBufferPointer(start: ring + head * channels, count: n * channels))
+            head = (head + n) % capacity; count -= n; left -= n
+        }
+    }
+
+    mutating func discard(_ frames: Int) {
+        precondition(frames <= count, "audio FIFO underflow")
+        head = (head + frames) % capacity; count -= frames
+    }
+}

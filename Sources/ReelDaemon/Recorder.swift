@@ -1,0 +1,226 @@
+import Foundation
+import Logging
+import ReelControl
+import ReelCore
+
+/// The daemon's one recorder: answers control requests, owns at most one recording session.
+/// Every state check happens here or in the timeline, so a command in the wrong state is refused
+/// with a clear error and touches nothing already recorded.
+/// @unchecked Sendable: all mutable state is guarded by `monitor`; `lifecycle` serialises
+/// start/stop so two clients cannot start two sessions or finish one twice.
+public final class Recorder: ControlHandler, @unchecked Sendable {
+    public let config: RecorderConfig
+    private let logger: Logger
+    private let monitor = Monitor()
+    private let lifecycle = NSLock()
+    private var session: RecordingSession?
+    private var lastFile: String?
+    private var lastError: String?
+    private let startedAt = SystemClock.now()
+    /// Called with a one-line state whenever it changes (systemd STATUS=).
+    public var onStateChange: (@Sendable (String) -> Void)?
+
+    public init(config: RecorderConfig, logger: Logger) {
+        self.config = config
+        self.logger = logger
+    }
+
+    public func handle(_ request: Request) -> Reply {
+        switch request.cmd {
+        case .start: return start(name: request.name, id: request.id)
+        case .pause: return control(.pause, id: request.id)
+        case .resume: return control(.resume, id: request.id)
+        case .stop: return stop(id: request.id)
+        case .status: return reply(id: request.id)
+        }
+    }
+
+    /// Finishes any recording (SIGTERM/SIGINT) and waits for its file.
+    public func shutdown() {
+        if monitor.withLock({ session }) != nil {
+            logger.notice("shutting down: finishing the current recording")
+            _ = stop(id: nil)
+        }
+    }
+
+    // MARK: Commands
+
+    private func start(name: String?, id: Int?) -> Reply {
+        lifecycle.lock(); defer { lifecycle.unlock() }
+        if let s = monitor.withLock({ session }) {
+            return failure(id, .wrongState("cannot start: already recording \(s.partPath) (run 'reelctl stop' first)"))
+        }
+        let paths: (part: String, final: String)
+        switch outputPaths(name: name) {
+        case let .success(p): paths = p
+        case let .failure(e): return failure(id, e)
+        }
+        do {
+            let s = try RecordingSession(config: config, partPath: paths.part, finalPath: paths.final, logger: logger)
+            monitor.withLock { session = s; lastError = nil }
+            s.start()
+            logger.notice("recording started: \(paths.part) (video: \(s.sourceDescriptions.video ?? "none"), audio: \(s.sourceDescriptions.audio ?? "none"))")
+            stateChanged()
+            // When the pipeline ends on its own (source failure, disk error), the session is cleared.
+            Thread.detachNewThread { [self] in
+                let result = s.finished.wait(until: nil)!
+                sessionEnded(s, result)
+            }
+            var r = reply(id: id)
+            r.file = paths.part
+            return r
+        } catch {
+            let msg = "cannot start recording \(paths.part): \(error)"
+            logger.error("\(msg)")
+            unlink(paths.part)
+            monitor.withLock { lastError = msg }
+            return failure(id, .failed(msg))
+        }
+    }
+
+    private func control(_ r: Timeline.Request, id: Int?) -> Reply {
+        guard let s = monitor.withLock({ session }) else {
+            return failure(id, .wrongState("cannot \(r): not recording (state is idle; run 'reelctl start' first)"))
+        }
+        switch s.request(r) {
+        case .ok:
+            logger.notice("\(r == .pause ? "paused" : "resumed"): \(s.partPath)")
+            stateChanged()
+            return reply(id: id)
+        case let .refused(msg): return failure(id, .wrongState(msg))
+        case let .failed(msg): return failure(id, .failed(msg))
+        }
+    }
+
+    private func stop(id: Int?) -> Reply {
+        lifecycle.lock(); defer { lifecycle.unlock() }
+        guard let s = monitor.withLock({ session }) else {
+            return failure(id, .wrongState("cannot stop: not recording (state is idle)"))
+        }
+        switch s.request(.stop) {
+        case .ok: break
+        case let .refused(msg): return failure(id, .wrongState(msg))
+        case let .failed(msg): return failure(id, .failed(msg))
+        }
+        stateChanged()
+        guard let result = s.finished.wait(until: SystemClock.now() + 120 * nanosPerSecond) else {
+            return failure(id, .failed("stopping \(s.partPath) did not finish within 120 s; the daemon log has details"))
+        }
+        sessionEnded(s, result)
+        switch result {
+        case let .success(path):
+            var r = reply(id: id, finished: s)
+            r.file = path
+            return r
+        case let .failure(e): return failure(id, .failed("recording \(s.partPath) ended with an error: \(e)"))
+        }
+    }
+
+    private func sessionEnded(_ s: RecordingSession, _ result: Result<String, RecorderFailure>) {
+        let changed: Bool = monitor.withLock {
+            guard session === s else { return false }
+            session = nil
+            switch result {
+            case let .success(p): lastFile = p
+            case let .failure(e): lastError = e.description; lastFile = s.partPath
+            }
+            return true
+        }
+        guard changed else { return }
+        switch result {
+        case let .success(p):
+            let snap = s.snapshot
+            logger.notice("recording finished: \(p) (\(snap.segmentDurations.count) segments, \(formatDuration(snap.recordedNs)), \(snap.frames) frames, \(snap.droppedFrames) dropped)")
+        case let .failure(e): logger.error("recording ended with an error: \(e)")
+        }
+        stateChanged()
+    }
+
+    // MARK: Helpers
+
+    private func outputPaths(name: String?) -> Result<(part: String, final: String), ControlError> {
+        let dir = config.outputDir
+        var isDir: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) {
+            do { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+            catch { return .failure(.failed("cannot create output directory \(dir): \(error.localizedDescription) (check --output-dir and permissions)")) }
+        } else if !isDir.boolValue {
+            return .failure(.failed("output directory \(dir) is not a directory (check --output-dir)"))
+        }
+        func exists(_ base: String) -> Bool {
+            FileManager.default.fileExists(atPath: "\(dir)/\(base).mp4") || FileManager.default.fileExists(atPath: "\(dir)/\(base).mp4.part")
+        }
+        var base: String
+        if let name {
+            let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+            guard !name.isEmpty, name.count <= 128, !name.hasPrefix("."), name.allSatisfy({ allowed.contains($0) }) else {
+                return .failure(.badRequest("invalid name '\(name)': use 1 to 128 letters, digits, '.', '_' or '-', not starting with '.'"))
+            }
+            base = name.hasSuffix(".mp4") ? String(name.dropLast(4)) : name
+            if exists(base) { return .failure(.failed("\(dir)/\(base).mp4 already exists: choose another --name (Reel never overwrites a recording)")) }
+        } else {
+            var t = time(nil)
+            var tmv = tm()
+            localtime_r(&t, &tmv)
+            var buf = [CChar](repeating: 0, count: 32)
+            strftime(&buf, buf.count, "reel-%Y%m%d-%H%M%S", &tmv)
+            let stem = String(cString: buf)
+            base = stem
+            var k = 2
+            while exists(base) { base = "\(stem)-\(k)"; k += 1 }
+        }
+        return .success(("\(dir)/\(base).mp4.part", "\(dir)/\(base).mp4"))
+    }
+
+    private func status(finished: RecordingSession? = nil) -> StatusInfo {
+        let (s, lastFile, lastError) = monitor.withLock { (session, self.lastFile, self.lastError) }
+        let current = s ?? finished
+        let snap = current?.snapshot ?? SessionSnapshot()
+        let state: String
+        if let s {
+            let sn = s.snapshot
+            state = sn.stopping ? "stopping" : (sn.phase == .paused ? "paused" : "recording")
+        } else { state = "idle" }
+        let desc = current?.sourceDescriptions ?? (nil, nil)
+        return StatusInfo(
+            state: state, file: s?.partPath,
+            segments: snap.segmentDurations.enumerated().map { SegmentInfo(index: $0.offset, durationNs: $0.element) },
+            recordedNs: snap.recordedNs, frames: snap.frames, droppedFrames: snap.droppedFrames,
+            audioSamples: snap.audioSamples, lastFile: lastFile, lastError: lastError,
+            video: desc.video ?? describeVideo(), audio: desc.audio ?? describeAudio(),
+            uptimeNs: SystemClock.now() - startedAt)
+    }
+
+    private func describeVideo() -> String? {
+        guard let f = config.videoFormat else { return nil }
+        return "test \(f.width)x\(f.height) \(f.fps) \(f.pixelFormat.rawValue)"
+    }
+    private func describeAudio() -> String? {
+        guard let f = config.audioFormat else { return nil }
+        return "test \(f.sampleRate) Hz \(f.channels) ch"
+    }
+
+    private func reply(id: Int?, finished: RecordingSession? = nil) -> Reply {
+        Reply(v: protocolVersion, id: id, ok: true, file: nil, status: status(finished: finished), error: nil)
+    }
+    private func failure(_ id: Int?, _ e: ControlError) -> Reply {
+        Reply(v: protocolVersion, id: id, ok: false, file: nil, status: nil, error: e)
+    }
+
+    private func stateChanged() {
+        guard let cb = onStateChange else { return }
+        let st = status()
+        switch st.state {
+        case "idle": cb(st.lastError.map { "idle; last error: \($0)" } ?? "idle")
+        default: cb("\(st.state) \(formatDuration(st.recordedNs)), \(st.segments.count) segment\(st.segments.count == 1 ? "" : "s")")
+        }
+    }
+}
+
+/// "00:01:23.456"
+public func formatDuration(_ ns: Nanos) -> String {
+    let ms = ns / 1_000_000
+    let s = ms / 1000
+    func pad(_ v: Int64, _ w: Int) -> String { let t = String(v); return String(repeating: "0", count: max(0, w - t.count)) + t }
+    return "\(pad(s / 3600, 2)):\(pad(s / 60 % 60, 2)):\(pad(s % 60, 2)).\(pad(ms % 1000, 3))"
+}

@@ -1,0 +1,144 @@
+import Foundation
+import ReelCore
+
+/// What a capture thread hands the pipeline: a filled pool slot and its capture time.
+public enum MediaEvent: Sendable {
+    /// A video frame in `pool` slot `slot`, captured at `time` (CLOCK_MONOTONIC ns).
+    case video(slot: Int, time: Nanos)
+    /// `frames` interleaved S16 audio frames in slot `slot`; the first is sample number `sample`
+    /// of the source (counting from 0 at its start) and was captured at `time`. A jump in
+    /// `sample` means samples were lost; the pipeline fills them with silence.
+    case audio(slot: Int, frames: Int, sample: Int64, time: Nanos)
+    /// The source failed and stopped (device gone, read error); the recording is finished.
+    case sourceFailed(String)
+}
+
+/// Where a capture thread delivers. Live sources must never block: `offer` drops when the
+/// pipeline is behind; unpaced sources may wait (`put`).
+public protocol MediaSink: Sendable {
+    func deliver(_ event: MediaEvent, wait: Bool) -> Bool
+}
+
+/// A running capture: a thread that fills `pool` slots and delivers them.
+public protocol CaptureSource: AnyObject, Sendable {
+    var pool: FramePool { get }
+    var description: String { get }
+    /// Samples that had to be dropped because the pipeline was behind (no free slot).
+    var dropped: Int64 { get }
+    func start(at t0: Nanos, sink: any MediaSink)
+    func stop()
+}
+
+/// Shared thread plumbing for the sources: a stop flag, a counter, a joinable thread.
+/// @unchecked Sendable: `stopping` and `dropCount` are guarded by `monitor`; the thread closure
+/// owns everything else it touches.
+open class CaptureThread: @unchecked Sendable {
+    public let pool: FramePool
+    private let monitor = Monitor()
+    private var stopping = false
+    private var dropCount: Int64 = 0
+    private var done = true
+    private let name: String
+
+    init(pool: FramePool, name: String) { self.pool = pool; self.name = name }
+
+    public var dropped: Int64 { monitor.withLock { dropCount } }
+    var isStopping: Bool { monitor.withLock { stopping } }
+    func countDrop() { monitor.withLock { dropCount += 1 } }
+
+    func launch(_ body: @escaping @Sendable () -> Void) {
+        monitor.withLock { done = false; stopping = false }
+        let t = Thread { [self] in
+            body()
+            monitor.withLock { done = true; monitor.broadcast() }
+        }
+        t.name = name
+        t.start()
+    }
+    /// Asks the thread to stop and waits for it to finish (it wakes within one sample period).
+    public func stop() {
+        monitor.withLock { stopping = true }
+        pool.close()
+        monitor.withLock { while !done { monitor.wait(until: nil) } }
+    }
+}
+
+/// `--video test`: the synthetic video source of shared/test-sources.md.
+public final class TestVideoSource: CaptureThread, CaptureSource, @unchecked Sendable {
+    public let format: VideoFormat
+    public let paced: Bool
+    private let pattern: TestVideoPattern
+
+    public init(format: VideoFormat, paced: Bool, poolSlots: Int = 8) {
+        self.format = format
+        self.paced = paced
+        pattern = TestVideoPattern(format: format)
+        super.init(pool: FramePool(slots: poolSlots, slotBytes: format.pixelFormat.frameBytes(width: format.width, height: format.height)),
+                   name: "reel-video-test")
+    }
+    public var description: String {
+        "test \(format.width)x\(format.height) \(format.fps) \(format.pixelFormat.rawValue)\(paced ? "" : " unpaced")"
+    }
+
+    public func start(at t0: Nanos, sink: any MediaSink) {
+        launch { [self] in
+            var n: Int64 = 0
+            while !isStopping {
+                let t = t0 + format.frameTime(n)
+                if paced { SystemClock.sleep(until: t) }
+                guard let slot = paced ? pool.tryAcquire() : pool.acquire() else {
+                    if isStopping { break }
+                    countDrop(); n += 1; continue
+                }
+                pattern.render(frame: n, into: pool.buffer(slot))
+                if !sink.deliver(.video(slot: slot, time: t), wait: !paced) {
+                    pool.release(slot)
+                    if isStopping { break }
+                    countDrop()
+                }
+                n += 1
+            }
+        }
+    }
+}
+
+/// `--audio test`: the synthetic audio source, delivered in 10 ms chunks, its sample clock
+/// skewed by `--test-audio-skew-ppm` against CLOCK_MONOTONIC.
+public final class TestAudioSource: CaptureThread, CaptureSource, @unchecked Sendable {
+    public let signal: TestAudioSignal
+    public let paced: Bool
+
+    public init(format: AudioFormat, skewPpm: Int64, paced: Bool, poolSlots: Int = 64) {
+        signal = TestAudioSignal(format: format, skewPpm: skewPpm)
+        self.paced = paced
+        let maxChunk = format.sampleRate / 100 + 1
+        super.init(pool: FramePool(slots: poolSlots, slotBytes: maxChunk * format.channels * 2), name: "reel-audio-test")
+    }
+    public var description: String {
+        "test \(signal.format.sampleRate) Hz \(signal.format.channels) ch\(signal.skewPpm != 0 ? " skew \(signal.skewPpm) ppm" : "")\(paced ? "" : " unpaced")"
+    }
+
+    public func start(at t0: Nanos, sink: any MediaSink) {
+        launch { [self] in
+            var i: Int64 = 0
+            while !isStopping {
+                let a = signal.chunkStart(i), b = signal.chunkStart(i + 1)
+                // A chunk is delivered once its last sample has been captured.
+                if paced { SystemClock.sleep(until: t0 + signal.captureTime(sample: b)) }
+                guard let slot = paced ? pool.tryAcquire() : pool.acquire() else {
+                    if isStopping { break }
+                    // A live card would overrun here; the pipeline fills the gap with silence.
+                    countDrop(); i += 1; continue
+                }
+                let buf = pool.buffer(slot)
+                signal.render(from: a, frames: Int(b - a), into: buf.baseAddress!.assumingMemoryBound(to: Int16.self))
+                if !sink.deliver(.audio(slot: slot, frames: Int(b - a), sample: a, time: t0 + signal.captureTime(sample: a)), wait: !paced) {
+                    pool.release(slot)
+                    if isStopping { break }
+                    countDrop()
+                }
+                i += 1
+            }
+        }
+    }
+}

@@ -73,7 +73,9 @@ class Reeld:
         o.update({k: str(v) for k, v in opts.items() if v is not None and v is not True})
         self.argv = [os.path.join(bindir, "reeld"), "--socket", self.socket, "--output-dir", self.out_dir]
         for k, v in o.items():
-            self.argv += [f"--{k}", v]
+            # a value that starts with '-' (a negative skew) goes as --key=value so
+            # that an option parser cannot take it for a flag
+            self.argv += [f"--{k}={v}"] if v.startswith("-") else [f"--{k}", v]
         self.argv += [f"--{k}" for k, v in opts.items() if v is True]
 
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -94,13 +96,12 @@ class Reeld:
             if any(token in m.split("\n") for m in self.notifications):
                 return True
             left = deadline - time.monotonic()
-            if left <= 0:
-                return False
             exited = self.proc.poll() is not None
-            r, _, _ = select.select([self.notify], [], [], 0 if exited else min(left, 0.5))
+            wait = 0 if exited else max(0.0, min(left, 0.5))
+            r, _, _ = select.select([self.notify], [], [], wait)
             if r:
                 self.notifications.append(self.notify.recv(4096).decode("utf-8", "replace"))
-            elif exited:
+            elif exited or left <= 0:
                 return False
 
     def ctl(self, *args, expect_ok=True):
@@ -195,3 +196,21 @@ def reeld(reel_bin_dir, request):
         if keep:
             print("kept:", r.dir)
         r.close(keep=keep)
+
+
+@pytest.fixture
+def note(request):
+    """note(text): a line for the end-of-run summary (shown even when tests pass)."""
+    notes = request.config.stash.setdefault(_NOTES, [])
+    return lambda text: notes.append(f"{request.node.name}: {text}")
+
+
+_NOTES = pytest.StashKey[list]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    notes = config.stash.get(_NOTES, [])
+    if notes:
+        terminalreporter.section("reel e2e measurements")
+        for n in notes:
+            terminalreporter.write_line(n)

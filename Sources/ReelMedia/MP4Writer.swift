@@ -9,13 +9,15 @@ import ReelCore
 ///   plays up to its last complete fragment. `delay_moov` postpones the moov until the first fragment,
 ///   when the first packets are known, so the edit lists hide x264's negative initial DTS and AAC's
 ///   1024 priming samples: both tracks present from time 0 and input sample 0 plays with video pts 0.
-/// - `frag_custom`: this writer cuts a fragment each second of media (at the first packet past each
-///   whole second, once every track has data) and `avio_flush`es it to the file.
+///   A track whose first packet starts later gets an empty edit (movie timescale 90 kHz, so exact for video).
+/// - `frag_custom`: this writer cuts a fragment each `fragmentMicros` of media (before the first packet,
+///   of any track, past each boundary, once every track has data) and `avio_flush`es it to the file.
 /// - `finish()` writes the last fragment and the mfra index only; nothing is rewritten or moved.
 public final class MP4Writer {
     public static let movflags = "empty_moov+delay_moov+frag_custom+default_base_moof"
-    /// Media time between fragment cuts, in microseconds.
-    public static let fragmentMicros: Int64 = 1_000_000
+    /// Media time between fragment cuts, in microseconds: at most this much (plus the encoders' delay)
+    /// is lost if the process dies.
+    public let fragmentMicros: Int64
 
     private final class Track {
         let index: Int32
@@ -31,7 +33,7 @@ public final class MP4Writer {
     private let packet: AVPacketBox   // reused for every packet
     private var video: Track?
     private var audio: Track?
-    private var nextCutMicros = MP4Writer.fragmentMicros
+    private var nextCutMicros: Int64
     private var fragments = 0
     private var finished = false
     private var finalBytes: Int64 = 0
@@ -46,9 +48,12 @@ public final class MP4Writer {
     }
 
     /// Opens `path` (created or truncated) and writes the file header. The stream parameters come from the encoders.
-    public init(path: String, video v: H264Encoder?, audio a: AACEncoder?) throws {
+    public init(path: String, video v: H264Encoder?, audio a: AACEncoder?, fragmentMicros: Int64 = 1_000_000) throws {
         let what = "cannot create MP4 file '\(path)'"
         guard v != nil || a != nil else { throw MediaError("\(what): no video and no audio encoder given; pass at least one") }
+        guard fragmentMicros > 0 else { throw MediaError("\(what): fragmentMicros \(fragmentMicros) must be positive") }
+        self.fragmentMicros = fragmentMicros
+        nextCutMicros = fragmentMicros
         self.path = path
         let out = try OutputContext(format: "mp4", path: path, what)
         let ctx = out.p
@@ -97,11 +102,14 @@ public final class MP4Writer {
         var opts: OpaquePointer? = nil
         defer { av_dict_free(&opts) }
         try checkAV(av_dict_set(&opts, "movflags", Self.movflags, 0), "\(what): cannot set movflags")
+        // Empty edits (a track starting after 0) are in the movie timescale; 90 kHz keeps them exact for video.
+        try checkAV(av_dict_set(&opts, "movie_timescale", "90000", 0), "\(what): cannot set movie_timescale")
         try checkAV(avformat_write_header(ctx, &opts), "\(what): cannot write the MP4 header")
         if let left = av_dict_get(opts, "", nil, AV_DICT_IGNORE_SUFFIX) {
             throw MediaError("\(what): the mp4 muxer ignored option '\(String(cString: left.pointee.key))'")
         }
         // The muxer may pick its own stream time bases; packets are rescaled into them.
+        // Safe: t.index came from avformat_new_stream, so it is < nb_streams.
         for t in [video, audio].compactMap({ $0 }) { t.streamTimeBase = ctx.pointee.streams[Int(t.index)]!.pointee.time_base }
     }
 
@@ -141,7 +149,7 @@ public final class MP4Writer {
         if micros >= nextCutMicros, video?.lastDts != nil || video == nil, audio?.lastDts != nil || audio == nil {
             // Cut before this packet, so each fragment ends just under a whole second.
             try cutFragment()
-            nextCutMicros = (micros / Self.fragmentMicros + 1) * Self.fragmentMicros
+            nextCutMicros = (micros / fragmentMicros + 1) * fragmentMicros
         }
 
         let pkt = packet.p

@@ -84,7 +84,10 @@ final class MP4WriterTests: XCTestCase {
     func testCrashCopyPlaysAndFinishOnlyAppends() throws {
         let path = tempPath("crash.mp4"), crashCopy = path + ".crash", preFinish = path + ".prefinish"
         var crashBytes = Int64(0)
-        try writeTestFile(path: path, fps: Rational(30), rate: 48000, channels: 1, seconds: 7, afterFrame: { n, mp4 in
+        // x264's delay grows by a frame per thread; pin the count x264 picks on 2 cores so the margin
+        // (1 s fragment + ~0.47 s encoder delay < 1.5 s) does not depend on the test machine.
+        var h264 = H264Settings(); h264.threads = 3
+        try writeTestFile(path: path, fps: Rational(30), h264: h264, rate: 48000, channels: 1, seconds: 7, afterFrame: { n, mp4 in
             if n == 5 * 30 - 1 {   // the 5 s of input have been fed
                 try FileManager.default.copyItem(atPath: path, toPath: crashCopy)
                 crashBytes = mp4.bytesWritten
@@ -105,6 +108,17 @@ final class MP4WriterTests: XCTestCase {
         let before = try Data(contentsOf: URL(fileURLWithPath: preFinish)), after = try Data(contentsOf: URL(fileURLWithPath: path))
         XCTAssertGreaterThan(after.count, before.count)
         XCTAssertEqual(after.prefix(before.count), before, "finish() appended only; nothing before it was rewritten")
+    }
+
+    /// Video whose first frame arrives one frame after audio sample 0 keeps that gap (an empty edit).
+    func testLateVideoStartIsKept() throws {
+        let path = tempPath("late-video.mp4")
+        try writeTestFile(path: path, fps: Rational(30), firstFrame: 1, rate: 48000, channels: 1, seconds: 2)
+        let streams = try probe(path, ["-show_entries", "stream=codec_type,start_pts"])["streams"] as! [[String: Any]]
+        XCTAssertEqual(streams.first { $0["codec_type"] as? String == "video" }?["start_pts"] as? Int, 3000)
+        XCTAssertEqual(streams.first { $0["codec_type"] as? String == "audio" }?["start_pts"] as? Int, -1024)
+        let null = try shell(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
+        XCTAssertEqual(null.status, 0); XCTAssertEqual(null.err, "")
     }
 
     func testUnwritablePathIsAClearError() throws {

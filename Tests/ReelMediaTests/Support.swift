@@ -44,10 +44,10 @@ struct Written {
 /// 1 kHz tone from sample `markSecond * rate` on, feeding the encoders the way the pipeline does (audio
 /// in 10 ms chunks interleaved with frames), and writes an MP4. `beforeFinish` runs before `finish()`.
 @discardableResult
-func writeTestFile(path: String, width: Int = 320, height: Int = 240, fps: Rational, rate: Int, channels: Int,
+func writeTestFile(path: String, width: Int = 320, height: Int = 240, fps: Rational, h264: H264Settings = H264Settings(), firstFrame: Int64 = 0, rate: Int, channels: Int,
                    seconds: Int64, markSecond: Int64 = 1, afterFrame: (Int64, MP4Writer) throws -> Void = { _, _ in },
                    beforeFinish: (MP4Writer) throws -> Void = { _ in }) throws -> Written {
-    let venc = try H264Encoder(width: width, height: height, fps: fps, settings: H264Settings())
+    let venc = try H264Encoder(width: width, height: height, fps: fps, settings: h264)
     let aenc = try AACEncoder(format: AudioFormat(sampleRate: rate, channels: channels), settings: AACSettings())
     let mp4 = try MP4Writer(path: path, video: venc, audio: aenc)
     var w = Written()
@@ -78,6 +78,7 @@ func writeTestFile(path: String, width: Int = 320, height: Int = 240, fps: Ratio
             sampleIndex += Int64(count)
         }
         let pts = rescale(n, 90_000 * fps.den, fps.num)
+        if n < firstFrame { try afterFrame(n, mp4); continue }   // the camera started late
         try (n == markFrame ? white : dark).withUnsafeBufferPointer { y in
             try chroma.withUnsafeBufferPointer { c in
                 let f = I420Frame(y: y.baseAddress!, u: c.baseAddress!, v: c.baseAddress!,

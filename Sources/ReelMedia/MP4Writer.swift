@@ -13,6 +13,11 @@ import ReelCore
 /// - `frag_custom`: this writer cuts a fragment each `fragmentMicros` of media (before the first packet,
 ///   of any track, past each boundary, once every track has data) and `avio_flush`es it to the file.
 /// - `finish()` writes the last fragment and the mfra index only; nothing is rewritten or moved.
+///   A writer released without `finish()` just closes the file: complete fragments play, the open one is lost.
+///
+/// Note: FFmpeg 5.1's demuxer applies a fragmented file's edit list as a plain time offset, so ffprobe
+/// shows the audio stream starting at -1024/rate (the priming packet) instead of skipping it; the
+/// samples still land on the right times (input sample 0 at 0), which the tests check by decoding.
 public final class MP4Writer {
     public static let movflags = "empty_moov+delay_moov+frag_custom+default_base_moof"
     /// Media time between fragment cuts, in microseconds: at most this much (plus the encoders' delay)

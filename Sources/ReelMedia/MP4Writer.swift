@@ -1,0 +1,193 @@
+internal import CFFmpeg
+internal import CReelShim
+import ReelCore
+
+/// Fragmented MP4 (libavformat "mp4" muxer) for one H.264 and/or one AAC stream.
+///
+/// - movflags `empty_moov+delay_moov+frag_custom+default_base_moof`: the moov carries no samples, so
+///   every sample lives in a moof/mdat fragment and a file cut short anywhere after the first fragment
+///   plays up to its last complete fragment. `delay_moov` postpones the moov until the first fragment,
+///   when the first packets are known, so the edit lists hide x264's negative initial DTS and AAC's
+///   1024 priming samples: both tracks present from time 0 and input sample 0 plays with video pts 0.
+///   A track whose first packet starts later gets an empty edit (movie timescale 90 kHz, so exact for video).
+/// - `frag_custom`: this writer cuts a fragment each `fragmentMicros` of media (before the first packet,
+///   of any track, past each boundary, once every track has data) and `avio_flush`es it to the file.
+/// - `finish()` writes the last fragment and the mfra index only; nothing is rewritten or moved.
+///   A writer released without `finish()` just closes the file: complete fragments play, the open one is lost.
+///
+/// Note: FFmpeg 5.1's demuxer applies a fragmented file's edit list as a plain time offset, so ffprobe
+/// shows the audio stream starting at -1024/rate (the priming packet) instead of skipping it; the
+/// samples still land on the right times (input sample 0 at 0), which the tests check by decoding.
+public final class MP4Writer {
+    public static let movflags = "empty_moov+delay_moov+frag_custom+default_base_moof"
+    /// Media time between fragment cuts, in microseconds: at most this much (plus the encoders' delay)
+    /// is lost if the process dies.
+    public let fragmentMicros: Int64
+
+    private final class Track {
+        let index: Int32
+        let timeBase: Rational      // the encoder's; packets arrive in it
+        var streamTimeBase = AVRational(num: 0, den: 1)
+        var lastDts: Int64? = nil
+        let name: String
+        init(index: Int32, timeBase: Rational, name: String) { self.index = index; self.timeBase = timeBase; self.name = name }
+    }
+
+    public let path: String
+    private let out: OutputContext
+    private let packet: AVPacketBox   // reused for every packet
+    private var video: Track?
+    private var audio: Track?
+    private var nextCutMicros: Int64
+    private var fragments = 0
+    private var finished = false
+    private var finalBytes: Int64 = 0
+    /// Packets whose DTS had to be forced strictly increasing (should stay 0).
+    public private(set) var dtsFixes = 0
+
+    /// Bytes handed to the file so far (all of them once `finish()` returned).
+    public var bytesWritten: Int64 {
+        if finished { return finalBytes }
+        guard let pb = out.p.pointee.pb else { return 0 }
+        return avio_tell(pb)
+    }
+
+    /// Opens `path` (created or truncated) and writes the file header. The stream parameters come from the encoders.
+    public init(path: String, video v: H264Encoder?, audio a: AACEncoder?, fragmentMicros: Int64 = 1_000_000) throws {
+        let what = "cannot create MP4 file '\(path)'"
+        guard v != nil || a != nil else { throw MediaError("\(what): no video and no audio encoder given; pass at least one") }
+        guard fragmentMicros > 0 else { throw MediaError("\(what): fragmentMicros \(fragmentMicros) must be positive") }
+        self.fragmentMicros = fragmentMicros
+        nextCutMicros = fragmentMicros
+        self.path = path
+        let out = try OutputContext(format: "mp4", path: path, what)
+        let ctx = out.p
+        self.out = out
+        packet = try AVPacketBox(what)
+
+        func newStream(_ timeBase: Rational, extradata: [UInt8]) throws(MediaError) -> UnsafeMutablePointer<AVStream> {
+            guard let st = avformat_new_stream(ctx, nil) else { throw MediaError("\(what): out of memory adding a stream") }
+            st.pointee.time_base = AVRational(num: Int32(timeBase.num), den: Int32(timeBase.den))
+            guard let ex = av_mallocz(extradata.count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) else {
+                throw MediaError("\(what): out of memory copying codec extradata")
+            }
+            // Safe: ex has room for extradata.count bytes plus padding; codecpar owns and frees it.
+            ex.copyMemory(from: extradata, byteCount: extradata.count)
+            st.pointee.codecpar.pointee.extradata = ex.assumingMemoryBound(to: UInt8.self)
+            st.pointee.codecpar.pointee.extradata_size = Int32(extradata.count)
+            return st
+        }
+        if let v {
+            let st = try newStream(v.timeBase, extradata: v.extradata)
+            let par = st.pointee.codecpar!
+            par.pointee.codec_type = AVMEDIA_TYPE_VIDEO
+            par.pointee.codec_id = AV_CODEC_ID_H264
+            par.pointee.width = Int32(v.width); par.pointee.height = Int32(v.height)
+            par.pointee.format = AV_PIX_FMT_YUV420P.rawValue
+            st.pointee.avg_frame_rate = AVRational(num: Int32(v.fps.num), den: Int32(v.fps.den))
+            video = Track(index: st.pointee.index, timeBase: v.timeBase, name: "video")
+        }
+        if let a {
+            let st = try newStream(a.timeBase, extradata: a.extradata)
+            let par = st.pointee.codecpar!
+            par.pointee.codec_type = AVMEDIA_TYPE_AUDIO
+            par.pointee.codec_id = AV_CODEC_ID_AAC
+            par.pointee.profile = FF_PROFILE_AAC_LOW
+            par.pointee.sample_rate = Int32(a.format.sampleRate)
+            av_channel_layout_default(&par.pointee.ch_layout, Int32(a.format.channels))
+            par.pointee.frame_size = Int32(a.frameSize)
+            par.pointee.initial_padding = Int32(a.initialPadding)
+            audio = Track(index: st.pointee.index, timeBase: a.timeBase, name: "audio")
+        }
+
+        let rc = avio_open(&ctx.pointee.pb, path, AVIO_FLAG_WRITE)
+        if rc < 0 {
+            throw MediaError("cannot open '\(path)' for writing: \(avErrorText(rc)) (check that the directory exists and is writable)")
+        }
+        var opts: OpaquePointer? = nil
+        defer { av_dict_free(&opts) }
+        try checkAV(av_dict_set(&opts, "movflags", Self.movflags, 0), "\(what): cannot set movflags")
+        // Empty edits (a track starting after 0) are in the movie timescale; 90 kHz keeps them exact for video.
+        try checkAV(av_dict_set(&opts, "movie_timescale", "90000", 0), "\(what): cannot set movie_timescale")
+        try checkAV(avformat_write_header(ctx, &opts), "\(what): cannot write the MP4 header")
+        if let left = av_dict_get(opts, "", nil, AV_DICT_IGNORE_SUFFIX) {
+            throw MediaError("\(what): the mp4 muxer ignored option '\(String(cString: left.pointee.key))'")
+        }
+        // The muxer may pick its own stream time bases; packets are rescaled into them.
+        // Safe: t.index came from avformat_new_stream, so it is < nb_streams.
+        for t in [video, audio].compactMap({ $0 }) { t.streamTimeBase = ctx.pointee.streams[Int(t.index)]!.pointee.time_base }
+    }
+
+    /// Writes one H.264 packet (times in the video encoder's time base), in the encoder's output order.
+    public func writeVideo(_ p: Packet) throws {
+        guard let video else { throw MediaError("MP4Writer.writeVideo on '\(path)': the file was created without video") }
+        try write(p, video)
+    }
+
+    /// Writes one AAC packet (times in the audio encoder's time base), in the encoder's output order.
+    public func writeAudio(_ p: Packet) throws {
+        guard let audio else { throw MediaError("MP4Writer.writeAudio on '\(path)': the file was created without audio") }
+        try write(p, audio)
+    }
+
+    /// Writes the last fragment and the index, and closes the file. Does not rename it.
+    public func finish() throws {
+        guard !finished else { return }
+        finished = true
+        let ctx = out.p
+        try checkAV(av_write_trailer(ctx), "cannot finish MP4 file '\(path)'")
+        finalBytes = avio_tell(ctx.pointee.pb)
+        try checkAV(avio_closep(&ctx.pointee.pb), "cannot close MP4 file '\(path)'")
+    }
+
+    private func write(_ p: Packet, _ t: Track) throws {
+        guard !finished else { throw MediaError("MP4Writer: \(t.name) packet after finish() on '\(path)'") }
+        var dts = p.dts, pts = p.pts
+        if let last = t.lastDts, dts <= last {
+            dts = last + 1
+            pts = max(pts, dts)
+            dtsFixes += 1
+        }
+        t.lastDts = dts
+
+        let micros = rescale(dts, 1_000_000 * t.timeBase.num, t.timeBase.den)
+        if micros >= nextCutMicros, video?.lastDts != nil || video == nil, audio?.lastDts != nil || audio == nil {
+            // Cut before this packet, so each fragment ends just under a whole second.
+            try cutFragment()
+            nextCutMicros = (micros / fragmentMicros + 1) * fragmentMicros
+        }
+
+        let pkt = packet.p
+        let (tb, stb) = (t.timeBase, t.streamTimeBase)
+        func toStream(_ x: Int64) -> Int64 {
+            tb.num == Int64(stb.num) && tb.den == Int64(stb.den) ? x
+                : rescale(x, tb.num * Int64(stb.den), tb.den * Int64(stb.num))
+        }
+        // Safe: libavformat only reads a non-refcounted packet's data (movenc copies it into the fragment).
+        pkt.pointee.data = UnsafeMutablePointer(mutating: p.data.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        pkt.pointee.size = Int32(p.data.count)
+        pkt.pointee.pts = toStream(pts)
+        pkt.pointee.dts = toStream(dts)
+        pkt.pointee.duration = toStream(p.duration)
+        pkt.pointee.flags = p.isKeyframe ? AV_PKT_FLAG_KEY : 0
+        pkt.pointee.stream_index = t.index
+        let rc = av_write_frame(out.p, pkt)
+        pkt.pointee.data = nil; pkt.pointee.size = 0
+        try checkAV(rc, "cannot write a \(t.name) packet (dts \(dts)) to '\(path)'")
+    }
+
+    /// Ends the current fragment and pushes it to the file.
+    private func cutFragment() throws {
+        let ctx = out.p
+        // With delay_moov the first forced flush writes only the moov; the second writes the fragment.
+        // With delay_moov the first forced flush writes only the moov; the second writes the fragment.
+        for _ in 0..<(fragments == 0 ? 2 : 1) {
+            try checkAV(av_write_frame(ctx, nil), "cannot write a fragment to '\(path)'")
+        }
+        fragments += 1
+        avio_flush(ctx.pointee.pb)
+        if ctx.pointee.pb.pointee.error < 0 {
+            throw MediaError("cannot write to '\(path)': \(avErrorText(ctx.pointee.pb.pointee.error)) (check free space)")
+        }
+    }
+}

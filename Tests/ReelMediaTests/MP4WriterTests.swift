@@ -1,0 +1,145 @@
+import Foundation
+import XCTest
+import ReelCore
+@testable import ReelMedia
+
+final class MP4WriterTests: XCTestCase {
+    func testAlignment48kMono30fps() throws { try checkFile(fps: Rational(30), rate: 48000, channels: 1) }
+    func testAlignment44kStereo30fps() throws { try checkFile(fps: Rational(30), rate: 44100, channels: 2) }
+    func testAlignment48kMono15fps() throws { try checkFile(fps: Rational(15), rate: 48000, channels: 1) }
+    func testAlignment44kStereo15fps() throws { try checkFile(fps: Rational(15), rate: 44100, channels: 2) }
+
+    /// Writes 3 s (white frame and tone onset at exactly 1 s), then checks the file as players see it.
+    func checkFile(fps: Rational, rate: Int, channels: Int, file: StaticString = #filePath, line: UInt = #line) throws {
+        let (width, height) = (320, 240)
+        let path = tempPath("align-\(fps.num)fps-\(rate).mp4")
+        let written = try writeTestFile(path: path, width: width, height: height, fps: fps, rate: rate, channels: channels, seconds: 3)
+        let frameTicks = rescale(90_000, fps.den, fps.num)
+        XCTAssertEqual(written.dtsFixes, 0, file: file, line: line)
+
+        // Stream facts.
+        let streams = try probe(path, ["-show_entries", "stream=codec_type,codec_name,profile,pix_fmt,time_base,start_pts,sample_rate,channels"])["streams"] as! [[String: Any]]
+        let v = try XCTUnwrap(streams.first { $0["codec_type"] as? String == "video" })
+        let a = try XCTUnwrap(streams.first { $0["codec_type"] as? String == "audio" })
+        XCTAssertEqual(v["codec_name"] as? String, "h264", file: file, line: line)
+        XCTAssertEqual(v["profile"] as? String, "High", file: file, line: line)
+        XCTAssertEqual(v["pix_fmt"] as? String, "yuv420p", file: file, line: line)
+        XCTAssertEqual(v["time_base"] as? String, "1/90000", file: file, line: line)
+        XCTAssertEqual(v["start_pts"] as? Int, 0, "video starts at time 0", file: file, line: line)
+        XCTAssertEqual(a["codec_name"] as? String, "aac", file: file, line: line)
+        XCTAssertEqual(a["profile"] as? String, "LC", file: file, line: line)
+        XCTAssertEqual(a["sample_rate"] as? String, "\(rate)", file: file, line: line)
+        XCTAssertEqual(a["channels"] as? Int, channels, file: file, line: line)
+        // FFmpeg 5.1 applies a fragmented file's edit list as a plain time offset, so it shows exactly the
+        // priming packet before 0 (a spec player skips it via the edit list; checked below).
+        XCTAssertEqual(a["start_pts"] as? Int, -1024, "audio: only the priming lies before time 0", file: file, line: line)
+
+        // Edit lists: video starts at its first frame's composition time, audio after the 1024 priming samples.
+        let firstVideo = try XCTUnwrap(written.videoPackets.first)
+        XCTAssertEqual(try editListMediaTimes(path), ["vide": [firstVideo.pts - firstVideo.dts], "soun": [1024]], file: file, line: line)
+
+        // Decodes clean.
+        let null = try shell(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
+        XCTAssertEqual(null.status, 0, file: file, line: line)
+        XCTAssertEqual(null.err, "", file: file, line: line)
+
+        // Video packets: one frame apart, strictly increasing DTS.
+        let vpk = (try probe(path, ["-select_streams", "v", "-show_entries", "packet=pts,dts,duration", "-show_packets"])["packets"] as! [[String: Any]])
+        let pts = vpk.map { Int64($0["pts"] as! Int) }.sorted(), dts = vpk.map { Int64($0["dts"] as! Int) }
+        XCTAssertEqual(pts.count, Int(3 * fps.num / fps.den), file: file, line: line)
+        XCTAssertEqual(pts, (0..<Int64(pts.count)).map { $0 * frameTicks }, "pts step by exactly one frame from 0", file: file, line: line)
+        XCTAssertTrue(zip(dts, dts.dropFirst()).allSatisfy { $0 < $1 }, "dts strictly increasing", file: file, line: line)
+        XCTAssertEqual(written.videoPackets.map(\.dts), dts, "file holds the encoder's dts unchanged", file: file, line: line)
+
+        // Audio duration matches video duration within one AAC frame.
+        let apk = (try probe(path, ["-select_streams", "a", "-show_entries", "packet=pts,duration", "-show_packets"])["packets"] as! [[String: Any]])
+        let audioEnd = apk.map { Int64($0["pts"] as! Int) + Int64($0["duration"] as! Int) }.max()!
+        let videoEnd = pts.last! + frameTicks
+        let audioEndNs = rescale(audioEnd, nanosPerSecond, Int64(rate)), videoEndNs = rescale(videoEnd, nanosPerSecond, 90_000)
+        XCTAssertLessThanOrEqual(Swift.abs(audioEndNs - videoEndNs), rescale(1024, nanosPerSecond, Int64(rate)), file: file, line: line)
+
+        // The white frame's presentation time (frame pts from ffprobe, luma from a raw gray decode).
+        let framePts = (try probe(path, ["-select_streams", "v", "-show_entries", "frame=pts", "-show_frames"])["frames"] as! [[String: Any]]).map { Int64($0["pts"] as! Int) }
+        let gray = try shell(["ffmpeg", "-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "gray", "-"])
+        XCTAssertEqual(gray.out.count, framePts.count * width * height, file: file, line: line)
+        let whites = (0..<framePts.count).filter { i in
+            let plane = gray.out[(i * width * height)..<((i + 1) * width * height)]
+            return plane.reduce(0) { $0 + Int($1) } / plane.count > 128
+        }
+        XCTAssertEqual(whites.count, 1, file: file, line: line)
+        let whiteNs = rescale(framePts[whites[0]], nanosPerSecond, 90_000)
+        XCTAssertEqual(whiteNs, nanosPerSecond, "white frame presented at exactly 1.000 s", file: file, line: line)
+
+        // The tone onset's presentation time: decoded samples start at the stream's first pts.
+        let pcm = try shell(["ffmpeg", "-v", "error", "-i", path, "-map", "0:a", "-f", "s16le", "-acodec", "pcm_s16le", "-"])
+        let samples = pcm.out.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let onsetIndex = try XCTUnwrap(stride(from: 0, to: samples.count, by: channels).first { abs(Int(samples[$0])) > 8000 }) / channels
+        let onsetNs = rescale(-1024 + Int64(onsetIndex), nanosPerSecond, Int64(rate))
+        XCTAssertLessThanOrEqual(Swift.abs(onsetNs - nanosPerSecond), 2_000_000, "tone onset at 1.000 s (got \(onsetNs) ns)", file: file, line: line)
+        XCTAssertLessThanOrEqual(Swift.abs(onsetNs - whiteNs), 2_000_000, "A/V agree within 2 ms", file: file, line: line)
+    }
+
+    /// A recording that dies at 5 s: the file on disk at that moment plays, with at least 3.5 s of video.
+    /// And `finish()` only appends: the bytes on disk before it are a prefix of the final file.
+    func testCrashCopyPlaysAndFinishOnlyAppends() throws {
+        let path = tempPath("crash.mp4"), crashCopy = path + ".crash", preFinish = path + ".prefinish"
+        var crashBytes = Int64(0)
+        // x264's delay grows by a frame per thread; pin the count x264 picks on 2 cores so the margin
+        // (1 s fragment + ~0.47 s encoder delay < 1.5 s) does not depend on the test machine.
+        var h264 = H264Settings(); h264.threads = 3
+        try writeTestFile(path: path, fps: Rational(30), h264: h264, rate: 48000, channels: 1, seconds: 7, afterFrame: { n, mp4 in
+            if n == 5 * 30 - 1 {   // the 5 s of input have been fed
+                try FileManager.default.copyItem(atPath: path, toPath: crashCopy)
+                crashBytes = mp4.bytesWritten
+            }
+        }, beforeFinish: { _ in try FileManager.default.copyItem(atPath: path, toPath: preFinish) })
+
+        let null = try shell(["ffmpeg", "-v", "error", "-xerror", "-i", crashCopy, "-f", "null", "-"])
+        XCTAssertEqual(null.status, 0)
+        XCTAssertEqual(null.err, "")
+        let counted = try probe(crashCopy, ["-count_frames", "-show_entries", "stream=codec_type,nb_read_frames"])["streams"] as! [[String: Any]]
+        let frames = Int(try XCTUnwrap(counted.first { $0["codec_type"] as? String == "video" }?["nb_read_frames"] as? String))!
+        XCTAssertGreaterThanOrEqual(frames, 105, "at least 3.5 s of video survived (got \(frames) frames)")
+        let audioFrames = Int(try XCTUnwrap(counted.first { $0["codec_type"] as? String == "audio" }?["nb_read_frames"] as? String))!
+        XCTAssertGreaterThanOrEqual(audioFrames * 1024, 48000 * 7 / 2, "at least 3.5 s of audio survived")
+        let copySize = try FileManager.default.attributesOfItem(atPath: crashCopy)[.size] as! Int
+        XCTAssertEqual(Int64(copySize), crashBytes, "everything written so far was flushed to the file")
+
+        let before = try Data(contentsOf: URL(fileURLWithPath: preFinish)), after = try Data(contentsOf: URL(fileURLWithPath: path))
+        XCTAssertGreaterThan(after.count, before.count)
+        XCTAssertEqual(after.prefix(before.count), before, "finish() appended only; nothing before it was rewritten")
+    }
+
+    /// Video whose first frame arrives one frame after audio sample 0 keeps that gap (an empty edit).
+    func testLateVideoStartIsKept() throws {
+        let path = tempPath("late-video.mp4")
+        try writeTestFile(path: path, fps: Rational(30), firstFrame: 1, rate: 48000, channels: 1, seconds: 2)
+        let streams = try probe(path, ["-show_entries", "stream=codec_type,start_pts"])["streams"] as! [[String: Any]]
+        XCTAssertEqual(streams.first { $0["codec_type"] as? String == "video" }?["start_pts"] as? Int, 3000)
+        XCTAssertEqual(streams.first { $0["codec_type"] as? String == "audio" }?["start_pts"] as? Int, -1024)
+        let null = try shell(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
+        XCTAssertEqual(null.status, 0); XCTAssertEqual(null.err, "")
+    }
+
+    func testUnwritablePathIsAClearError() throws {
+        let v = try H264Encoder(width: 64, height: 64, fps: Rational(30), settings: H264Settings())
+        XCTAssertThrowsError(try MP4Writer(path: "/nonexistent-reel-dir/x.mp4.part", video: v, audio: nil)) { error in
+            let m = (error as? MediaError)?.message ?? ""
+            XCTAssertTrue(m.contains("cannot open '/nonexistent-reel-dir/x.mp4.part' for writing: No such file or directory"), m)
+            XCTAssertTrue(m.contains("directory exists"), m)
+        }
+    }
+
+    func testAudioOnlyFile() throws {
+        let path = tempPath("audio-only.mp4")
+        let aenc = try AACEncoder(format: AudioFormat(sampleRate: 48000, channels: 2), settings: AACSettings())
+        let mp4 = try MP4Writer(path: path, video: nil, audio: aenc)
+        let pcm = [Int16](repeating: 100, count: 960 * 2)
+        for _ in 0..<150 { try pcm.withUnsafeBufferPointer { try aenc.encode(interleaved: $0) { try mp4.writeAudio($0) } } }
+        try aenc.flush { try mp4.writeAudio($0) }
+        try mp4.finish()
+        let null = try shell(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
+        XCTAssertEqual(null.status, 0); XCTAssertEqual(null.err, "")
+        XCTAssertThrowsError(try mp4.writeAudio(Packet(data: UnsafeRawBufferPointer(start: nil, count: 0), pts: 0, dts: 0, duration: 0, isKeyframe: true)))
+    }
+}

@@ -1,2 +1,0 @@
-import XCTest
-final class ReelMediaTestsPlaceholder: XCTestCase { func testNothing() {} }

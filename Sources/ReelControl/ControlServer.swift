@@ -341,7 +341,10 @@ private final class IOLoop {
             let (stop, completions) = server.takeCompletions()
             if stop { break }
             for (id, bytes) in completions {
-                guard let conn = connections[id] else { continue }  // client left meanwhile
+                guard let conn = connections[id] else {
+                    logger.debug("dropping a reply: its client has left", metadata: ["conn": "\(id)"])
+                    continue
+                }
                 conn.inFlight = false
                 append(bytes, to: conn)
                 advance(conn)

@@ -174,11 +174,19 @@ public enum Wire {
     /// Longest accepted request line in bytes, not counting its `\n`.
     public static let maxLineBytes = 64 * 1024
 
-    /// `value` as one line of compact JSON terminated by `\n`.
+    /// `value` as one line of compact JSON terminated by `\n`. The protocol's own types are
+    /// written with their keys in the documented order; anything else with sorted keys.
     public static func line(_ value: some Encodable) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        var bytes = [UInt8](try encoder.encode(value))
+        var bytes: [UInt8]
+        if let ordered = value as? any OrderedJSON {
+            var writer = JSONWriter()
+            ordered.write(to: &writer)
+            bytes = writer.bytes
+        } else {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+            bytes = [UInt8](try encoder.encode(value))
+        }
         bytes.append(UInt8(ascii: "\n"))
         return bytes
     }

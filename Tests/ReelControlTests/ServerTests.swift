@@ -167,26 +167,42 @@ final class ServerTests: XCTestCase {
         let raw = try RawConnection(path: f.path)
         raw.write(#"{"v":1,"id":1,"cmd":"sta"#)
         raw.close()
-        XCTAssertTrue(f.logs.waitFor("control client closed"), "server never noticed the hang-up; logs: \(f.logs.messages)")
+        XCTAssertTrue(f.logs.waitFor("control client closed: client hung up conn=1"), "server never noticed the hang-up; logs: \(f.logs.messages)")
         XCTAssertEqual(f.recorder.calls, [])
         XCTAssertEqual(try f.client().send(Request(cmd: .status), timeoutMs: 5000).ok, true)
     }
 
     func testClientVanishingBeforeItsReplyHarmsNothing() throws {
         let f = try Fixture()
-        XCTAssertTrue(try f.client().send(Request(cmd: .start), timeoutMs: 5000).ok)
+        XCTAssertTrue(try f.client().send(Request(cmd: .start), timeoutMs: 5000).ok)  // connection 1
         f.recorder.holdNextStop()
-        let raw = try RawConnection(path: f.path)
+        let raw = try RawConnection(path: f.path)  // connection 2
         raw.write(#"{"v":1,"id":1,"cmd":"stop"}"# + "\n")
         XCTAssertEqual(f.recorder.stopEntered.wait(timeout: .now() + 10), .success)
         raw.close()
-        XCTAssertTrue(f.logs.waitFor("control client closed"))
+        XCTAssertTrue(f.logs.waitFor("control client closed: client hung up conn=2"), "logs: \(f.logs.messages)")
         f.recorder.stopRelease.signal()
-        XCTAssertTrue(f.logs.waitFor("dropping a reply: its client has left"), "logs: \(f.logs.messages)")
+        XCTAssertTrue(f.logs.waitFor("dropping a reply: its client has left conn=2"), "logs: \(f.logs.messages)")
         // The stop itself happened; the server keeps serving.
         let status = try f.client().send(Request(cmd: .status), timeoutMs: 5000)
         XCTAssertEqual(status.status?.state, .idle)
         XCTAssertEqual(status.status?.lastFile, "/srv/reel/rec.mp4")
+    }
+
+    /// The reply is written into a connection the client no longer reads: the server gets
+    /// EPIPE, not SIGPIPE (which would kill this test process, as it does not ignore SIGPIPE).
+    func testReplyToClientThatStoppedReadingGivesEPIPENotSIGPIPE() throws {
+        let f = try Fixture()
+        XCTAssertTrue(try f.client().send(Request(cmd: .start), timeoutMs: 5000).ok)  // connection 1
+        f.recorder.holdNextStop()
+        let raw = try RawConnection(path: f.path)  // connection 2
+        raw.write(#"{"v":1,"id":1,"cmd":"stop"}"# + "\n")
+        XCTAssertEqual(f.recorder.stopEntered.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(shutdown(raw.fd, Int32(SHUT_RD)), 0)  // the server's side may no longer send
+        f.recorder.stopRelease.signal()
+        XCTAssertTrue(f.logs.waitFor("client went away before its reply was written (broken pipe) conn=2"),
+                      "logs: \(f.logs.messages)")
+        XCTAssertEqual(try f.client().send(Request(cmd: .status), timeoutMs: 5000).status?.state, .idle)
     }
 
     func testHalfClosedClientStillGetsItsReplies() throws {

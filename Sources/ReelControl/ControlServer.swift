@@ -36,7 +36,6 @@ public final class ControlServer: Sendable {
     private struct Shared {
         var started = false
         var stopRequested = false
-        var closed = false
         /// Replies finished by handler threads, waiting for the I/O thread.
         var completions: [(connection: UInt64, bytes: [UInt8])] = []
     }
@@ -182,11 +181,12 @@ public final class ControlServer: Sendable {
 
     /// Starts serving on a thread of its own and returns at once. Calling it again does nothing.
     public func start() {
-        let go = shared.withLock { s -> Bool in
-            if s.started || s.stopRequested { return false }
+        let (go, stopped) = shared.withLock { s -> (Bool, Bool) in
+            if s.started || s.stopRequested { return (false, s.stopRequested) }
             s.started = true
-            return true
+            return (true, false)
         }
+        if stopped { logger.warning("control server: start() after shutdown() ignored") }
         guard go else { return }
         let thread = Thread { [self] in
             IOLoop(server: self).run()
@@ -210,7 +210,7 @@ public final class ControlServer: Sendable {
             Sys.wake(wakeWrite)
             ioThreadExited.wait()
         }
-        shared.withLock { $0.closed = true; $0.completions = [] }
+        shared.withLock { $0.completions = [] }
         Sys.close(listenFD)
         Sys.close(wakeRead)
         Sys.close(wakeWrite)
@@ -232,12 +232,13 @@ public final class ControlServer: Sendable {
             reply.v = protocolVersion
             reply.id = request.id
             let bytes = Self.encode(reply, logger: logger)
-            let wake = shared.withLock { s -> Bool in
-                if s.stopRequested { return false }
+            // Wake under the lock: shutdown() sets stopRequested under it before closing the pipe,
+            // so the descriptor cannot be closed (and its number reused) while this writes to it.
+            shared.withLock { s in
+                guard !s.stopRequested else { return }
                 s.completions.append((connection, bytes))
-                return true
+                Sys.wake(wakeWrite)
             }
-            if wake { Sys.wake(wakeWrite) }
         }
     }
 

@@ -175,6 +175,7 @@ enum Sys {
     /// Device and inode of `path` if it is a socket, nil if it is something else; throws if absent.
     static func socketIdentity(_ path: String) throws(SystemError) -> FileIdentity? {
         var st = stat()
+        // Unsafe: lstat fills the local stat; the path's C string lives for the call only.
         _ = try retrying("lstat") { lstat(path, &st) }
         guard (st.st_mode & S_IFMT) == S_IFSOCK else { return nil }
         return FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
@@ -225,6 +226,7 @@ enum Sys {
     /// CLOCK_MONOTONIC in milliseconds.
     static func monotonicMs() -> Int64 {
         var ts = timespec()
+        // Unsafe: clock_gettime fills the local timespec. CLOCK_MONOTONIC cannot fail.
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }

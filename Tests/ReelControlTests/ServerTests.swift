@@ -98,6 +98,27 @@ final class ServerTests: XCTestCase {
         XCTAssertEqual(replies[3].status?.state, .idle)
     }
 
+    func testManyPipelinedRequestsAllAnsweredInOrder() throws {
+        let f = try Fixture()
+        let raw = try RawConnection(path: f.path)
+        let count = 1000
+        let fd = raw.fd
+        let writerDone = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            var bytes: [UInt8] = []
+            for i in 0..<count { bytes += Array(#"{"v":1,"id":\#(i),"cmd":"status"}"#.utf8) + [10] }
+            _ = RawConnection.write(fd, bytes)  // more than the server reads ahead: back-pressure
+            writerDone.signal()
+        }
+        for i in 0..<count {
+            let reply = try raw.readReply()
+            XCTAssertEqual(reply.id, i)
+            XCTAssertTrue(reply.ok)
+        }
+        writerDone.wait()
+        XCTAssertEqual(f.recorder.calls.count, count)
+    }
+
     func testLineLimitIs64KiB() throws {
         let f = try Fixture()
         let request = #"{"v":1,"id":1,"cmd":"status"}"#

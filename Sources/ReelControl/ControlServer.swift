@@ -1,0 +1,524 @@
+import Foundation
+import Glibc
+import Logging
+import Synchronization
+
+/// What the daemon implements. Called on a thread of its own for each request (never on the
+/// server's I/O thread), so it may block for seconds, e.g. `stop` waiting for the file. Requests
+/// from different connections may arrive concurrently; one connection's arrive one at a time.
+public protocol ControlHandler: Sendable {
+    func handle(_ request: Request) -> Reply
+}
+
+/// Serves the control protocol on a Unix stream socket.
+///
+/// One I/O thread polls the listening socket and all clients; each parsed request is handed to
+/// the handler on its own short-lived thread, and its reply comes back to the I/O thread, which
+/// writes replies of one connection in request order. A connection has at most one request at
+/// the handler at a time, so there are at most `maxClients` handler threads.
+public final class ControlServer: Sendable {
+    /// Default bound on simultaneous clients; more are sent `busy` and closed.
+    public static let defaultMaxClients = 256
+
+    private let listenFD: Int32
+    /// A pipe whose write end wakes the I/O thread (shutdown, finished replies).
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    /// The socket file this server created and must remove, with its identity at creation.
+    private let ownedPath: String?
+    private let ownedIdentity: FileIdentity?
+    private let handler: any ControlHandler
+    private let logger: Logger
+    private let maxClients: Int
+    private let shared = Mutex(Shared())
+    private let ioThreadExited = DispatchSemaphore(value: 0)
+
+    private struct Shared {
+        var started = false
+        var stopRequested = false
+        /// Replies finished by handler threads, waiting for the I/O thread.
+        var completions: [(connection: UInt64, bytes: [UInt8])] = []
+    }
+
+    /// Creates the socket at `path`, mode 0660, and listens. A stale socket file (nothing
+    /// listening) is replaced; a live one, or a non-socket file at `path`, is an error naming it.
+    public convenience init(path: String, handler: any ControlHandler, logger: Logger) throws {
+        try self.init(path: path, handler: handler, logger: logger, maxClients: Self.defaultMaxClients)
+    }
+
+    /// As `init(path:handler:logger:)` with a chosen client bound.
+    public init(path: String, handler: any ControlHandler, logger: Logger, maxClients: Int) throws {
+        guard let addr = Sys.address(path) else { throw SocketError.pathTooLong(path, kind: .cannotListen) }
+        let fd: Int32
+        do {
+            fd = try Sys.socketUnix(nonblocking: true)
+        } catch {
+            throw SocketError(.cannotListen, path: path, underlying: error, "cannot create the control socket for \(path): \(error)")
+        }
+        var identity: FileIdentity?
+        do {
+            try Self.bindReplacingStale(fd: fd, addr: addr, path: path, logger: logger)
+            // Bound but not yet listening, so nobody can connect before the mode is right.
+            do {
+                try Sys.chmod(path, 0o660)
+                identity = try Sys.socketIdentity(path)
+                try Sys.listen(fd, backlog: 64)
+            } catch {
+                try? Sys.unlink(path)
+                throw SocketError(.cannotListen, path: path, underlying: error, "cannot listen on \(path): \(error)")
+            }
+            (self.wakeRead, self.wakeWrite) = try Self.makeWakePipe(path: path)
+        } catch {
+            Sys.close(fd)
+            if identity != nil { try? Sys.unlink(path) }
+            throw error
+        }
+        self.listenFD = fd
+        self.ownedPath = path
+        self.ownedIdentity = identity
+        self.handler = handler
+        self.logger = logger
+        self.maxClients = max(1, maxClients)
+    }
+
+    /// Serves an already listening socket (systemd socket activation). The socket file belongs
+    /// to whoever created it and is not removed by `shutdown()`. The descriptor is made
+    /// non-blocking and is closed by `shutdown()`.
+    public convenience init(listeningFD: Int32, handler: any ControlHandler, logger: Logger) {
+        self.init(listeningFD: listeningFD, handler: handler, logger: logger, maxClients: Self.defaultMaxClients)
+    }
+
+    public init(listeningFD: Int32, handler: any ControlHandler, logger: Logger, maxClients: Int) {
+        do {
+            try Sys.setNonblocking(listeningFD)
+        } catch {
+            logger.warning("cannot make inherited control socket \(listeningFD) non-blocking: \(error)")
+        }
+        self.listenFD = listeningFD
+        // Without the pipe shutdown() could not wake the I/O thread; failing here means the
+        // process is out of descriptors and could serve nobody anyway.
+        guard let wake = try? Sys.wakePipe() else {
+            fatalError("reeld: cannot create a pipe for the control server (out of file descriptors? raise LimitNOFILE)")
+        }
+        (self.wakeRead, self.wakeWrite) = wake
+        self.ownedPath = nil
+        self.ownedIdentity = nil
+        self.handler = handler
+        self.logger = logger
+        self.maxClients = max(1, maxClients)
+    }
+
+    deinit {
+        shutdown()
+    }
+
+    private static func makeWakePipe(path: String) throws -> (Int32, Int32) {
+        do {
+            return try Sys.wakePipe()
+        } catch {
+            throw SocketError(.cannotListen, path: path, underlying: error, "cannot serve \(path): \(error)")
+        }
+    }
+
+    private static func bindReplacingStale(fd: Int32, addr: sockaddr_un, path: String, logger: Logger) throws {
+        do {
+            try Sys.bind(fd, addr)
+            return
+        } catch where error.errno == EADDRINUSE {
+            // Fall through: something exists at `path`.
+        } catch {
+            throw bindError(path, error)
+        }
+        // Is it a socket, and is anybody listening on it?
+        let isSocket: Bool
+        do {
+            isSocket = try Sys.socketIdentity(path) != nil
+        } catch {
+            throw bindError(path, error)
+        }
+        guard isSocket else {
+            throw SocketError(.cannotListen, path: path,
+                              "cannot listen on \(path): a file that is not a socket is in the way (remove it, or choose another path with --socket)")
+        }
+        if let probe = try? Sys.socketUnix(nonblocking: true) {
+            defer { Sys.close(probe) }
+            do {
+                try Sys.connect(probe, addr)
+                throw SocketError(.alreadyInUse, path: path,
+                                  "cannot listen on \(path): another reeld is already listening there (stop it first, e.g. 'systemctl stop reeld', or choose another path with --socket)")
+            } catch let error as SocketError {
+                throw error
+            } catch let error as SystemError where error.errno == EAGAIN {
+                // Listening but its queue is full: alive all the same.
+                throw SocketError(.alreadyInUse, path: path, underlying: error,
+                                  "cannot listen on \(path): another process is listening there (stop it first, or choose another path with --socket)")
+            } catch {
+                // ECONNREFUSED: a stale file from a process that did not clean up.
+            }
+        }
+        logger.notice("replacing stale control socket \(path) (nothing was listening on it)")
+        do {
+            try Sys.unlink(path)
+            try Sys.bind(fd, addr)
+        } catch {
+            throw bindError(path, error)
+        }
+    }
+
+    private static func bindError(_ path: String, _ error: SystemError) -> SocketError {
+        let directory = (path as NSString).deletingLastPathComponent
+        let fix: String
+        switch error.errno {
+        case ENOENT: fix = "the directory \(directory) does not exist (create it, e.g. with RuntimeDirectory=reel in the unit)"
+        case EACCES, EPERM: fix = "permission denied (reeld needs write access to \(directory))"
+        case EROFS: fix = "read-only file system (choose another path with --socket)"
+        default: fix = "\(error.reason) (\(error.call))"
+        }
+        return SocketError(.cannotListen, path: path, underlying: error, "cannot listen on \(path): \(fix)")
+    }
+
+    // MARK: - Lifecycle
+
+    /// Starts serving on a thread of its own and returns at once. Calling it again does nothing.
+    public func start() {
+        let (go, stopped) = shared.withLock { s -> (Bool, Bool) in
+            if s.started || s.stopRequested { return (false, s.stopRequested) }
+            s.started = true
+            return (true, false)
+        }
+        if stopped { logger.warning("control server: start() after shutdown() ignored") }
+        guard go else { return }
+        let thread = Thread { [self] in
+            IOLoop(server: self).run()
+            ioThreadExited.signal()
+        }
+        thread.name = "reel-control-io"
+        thread.start()
+        logger.info("control socket ready", metadata: ["path": "\(ownedPath ?? "fd \(listenFD)")"])
+    }
+
+    /// Stops accepting, closes all client connections, closes the listening socket and removes
+    /// the socket file this server created. Requests already at the handler run to completion;
+    /// their replies are dropped. Idempotent; returns once the I/O thread has stopped.
+    public func shutdown() {
+        let (wasStarted, first) = shared.withLock { s -> (Bool, Bool) in
+            defer { s.stopRequested = true }
+            return (s.started, !s.stopRequested)
+        }
+        guard first else { return }
+        if wasStarted {
+            Sys.wake(wakeWrite)
+            ioThreadExited.wait()
+        }
+        shared.withLock { $0.completions = [] }
+        Sys.close(listenFD)
+        Sys.close(wakeRead)
+        Sys.close(wakeWrite)
+        if let ownedPath {
+            // Remove the file only if it is still ours (a newer reeld may have replaced it).
+            if let now = try? Sys.socketIdentity(ownedPath), now == ownedIdentity {
+                try? Sys.unlink(ownedPath)
+            }
+        }
+        logger.info("control socket closed", metadata: ["path": "\(ownedPath ?? "fd \(listenFD)")"])
+    }
+
+    // MARK: - Between handler threads and the I/O thread
+
+    fileprivate func dispatch(_ request: Request, connection: UInt64) {
+        let handler = self.handler
+        Thread.detachNewThread { [self] in
+            var reply = handler.handle(request)
+            reply.v = protocolVersion
+            reply.id = request.id
+            let bytes = Self.encode(reply, logger: logger)
+            // Wake under the lock: shutdown() sets stopRequested under it before closing the pipe,
+            // so the descriptor cannot be closed (and its number reused) while this writes to it.
+            shared.withLock { s in
+                guard !s.stopRequested else { return }
+                s.completions.append((connection, bytes))
+                Sys.wake(wakeWrite)
+            }
+        }
+    }
+
+    fileprivate func takeCompletions() -> (stop: Bool, completions: [(connection: UInt64, bytes: [UInt8])]) {
+        shared.withLock { s in
+            defer { s.completions = [] }
+            return (s.stopRequested, s.completions)
+        }
+    }
+
+    fileprivate static func encode(_ reply: Reply, logger: Logger) -> [UInt8] {
+        do {
+            return try Wire.line(reply)
+        } catch {
+            logger.error("cannot encode a reply: \(error)")
+            let fallback = Reply.failure(.failed("reeld could not encode its reply (a bug; see its log)"), id: reply.id)
+            return (try? Wire.line(fallback)) ?? Array("{\"v\":1,\"ok\":false}\n".utf8)
+        }
+    }
+
+    fileprivate var listeningFD: Int32 { listenFD }
+    fileprivate var wakeupFD: Int32 { wakeRead }
+    fileprivate var clientLimit: Int { maxClients }
+    fileprivate var log: Logger { logger }
+}
+
+// MARK: - The I/O thread
+
+/// One client connection; owned by the I/O thread only.
+private final class Connection {
+    let id: UInt64
+    let fd: Int32
+    var input: [UInt8] = []
+    /// Bytes of `input` already searched for a newline.
+    var scanned = 0
+    var lines: [[UInt8]] = []
+    var lineTooLong = false
+    var inFlight = false
+    var output: [UInt8] = []
+    var outputOffset = 0
+    /// The client shut down its sending side: answer what was asked, then close.
+    var endOfInput = false
+    var closeWhenFlushed = false
+    var requests = 0
+
+    init(id: UInt64, fd: Int32) {
+        self.id = id
+        self.fd = fd
+    }
+
+    var hasOutput: Bool { outputOffset < output.count }
+}
+
+private final class IOLoop {
+    let server: ControlServer
+    let logger: Logger
+    var connections: [UInt64: Connection] = [:]
+    var nextID: UInt64 = 1
+    var acceptPausedUntilMs: Int64 = 0
+    var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+
+    /// Lines queued per connection before the server stops reading from it (pipelining bound).
+    static let maxQueuedLines = 32
+    /// Unsent reply bytes per connection before the server stops reading from it.
+    static let maxQueuedOutput = 1 << 20
+
+    init(server: ControlServer) {
+        self.server = server
+        self.logger = server.log
+    }
+
+    func run() {
+        var fds: [pollfd] = []
+        var order: [Connection] = []
+        while true {
+            fds.removeAll(keepingCapacity: true)
+            order.removeAll(keepingCapacity: true)
+            fds.append(pollfd(fd: server.wakeupFD, events: Int16(POLLIN), revents: 0))
+            let acceptPaused = Sys.monotonicMs() < acceptPausedUntilMs
+            fds.append(pollfd(fd: acceptPaused ? -1 : server.listeningFD, events: Int16(POLLIN), revents: 0))
+            for conn in connections.values {
+                var events: Int16 = 0
+                if wantsInput(conn) { events |= Int16(POLLIN) }
+                if conn.hasOutput { events |= Int16(POLLOUT) }
+                // Polled even with no events so a hang-up (POLLHUP) is seen at once.
+                fds.append(pollfd(fd: conn.fd, events: events, revents: 0))
+                order.append(conn)
+            }
+            do {
+                _ = try Sys.poll(&fds) { () -> Int32 in
+                    acceptPaused ? Int32(clamping: max(1, acceptPausedUntilMs - Sys.monotonicMs())) : -1
+                }
+            } catch {
+                logger.critical("control server poll failed: \(error); the control socket stops serving")
+                break
+            }
+
+            if fds[0].revents != 0 {
+                Sys.drain(server.wakeupFD)
+            }
+            let (stop, completions) = server.takeCompletions()
+            if stop { break }
+            for (id, bytes) in completions {
+                guard let conn = connections[id] else {
+                    logger.debug("dropping a reply: its client has left", metadata: ["conn": "\(id)"])
+                    continue
+                }
+                conn.inFlight = false
+                append(bytes, to: conn)
+                advance(conn)
+            }
+            if fds[1].revents != 0 { acceptAll() }
+            for (index, conn) in order.enumerated() {
+                let revents = Int32(fds[index + 2].revents)
+                guard revents != 0, connections[conn.id] != nil else { continue }
+                if revents & (POLLHUP | POLLERR | POLLNVAL) != 0 {
+                    // The peer is gone entirely: nobody can read replies any more.
+                    close(conn, why: "client hung up")
+                    continue
+                }
+                if revents & POLLIN != 0 { readInput(conn) }
+                if connections[conn.id] != nil, revents & POLLOUT != 0 { flush(conn) }
+                if connections[conn.id] != nil { advance(conn) }
+            }
+        }
+        for conn in connections.values { Sys.close(conn.fd) }
+        connections.removeAll()
+    }
+
+    func wantsInput(_ conn: Connection) -> Bool {
+        !conn.endOfInput && !conn.lineTooLong && !conn.closeWhenFlushed
+            && conn.lines.count < Self.maxQueuedLines && conn.output.count - conn.outputOffset < Self.maxQueuedOutput
+    }
+
+    func acceptAll() {
+        while true {
+            let fd: Int32
+            do {
+                fd = try Sys.accept(server.listeningFD)
+            } catch where error.errno == EAGAIN || error.errno == ECONNABORTED {
+                return
+            } catch where error.errno == EMFILE || error.errno == ENFILE || error.errno == ENOBUFS || error.errno == ENOMEM {
+                logger.error("cannot accept control clients: \(error.reason); pausing accept for 100 ms")
+                acceptPausedUntilMs = Sys.monotonicMs() + 100
+                return
+            } catch {
+                logger.error("cannot accept a control client: \(error)")
+                return
+            }
+            if connections.count >= server.clientLimit {
+                refuseBusy(fd)
+                continue
+            }
+            let conn = Connection(id: nextID, fd: fd)
+            nextID += 1
+            connections[conn.id] = conn
+            logger.debug("control client connected", metadata: ["conn": "\(conn.id)"])
+        }
+    }
+
+    func refuseBusy(_ fd: Int32) {
+        logger.warning("refusing a control client: already serving \(server.clientLimit) clients")
+        let reply = Reply.failure(.busy(
+            "reeld is already serving \(server.clientLimit) control clients, its maximum; try again shortly (or close idle clients)"))
+        let bytes = ControlServer.encode(reply, logger: logger)
+        // Best effort: a fresh socket's buffer takes this short line; if not, the client sees a close.
+        _ = try? Sys.send(fd, bytes)
+        Sys.close(fd)
+    }
+
+    func readInput(_ conn: Connection) {
+        let got: Int
+        do {
+            got = try Sys.recv(conn.fd, into: &scratch)
+        } catch where error.errno == EAGAIN {
+            return
+        } catch {
+            close(conn, why: "read failed: \(error.reason)")
+            return
+        }
+        if got == 0 {
+            conn.endOfInput = true
+            if !conn.input.isEmpty {
+                logger.debug("control client ended mid-line; discarding \(conn.input.count) bytes", metadata: ["conn": "\(conn.id)"])
+                conn.input.removeAll()
+                conn.scanned = 0
+            }
+            return
+        }
+        conn.input.append(contentsOf: scratch[..<got])
+        splitLines(conn)
+    }
+
+    func splitLines(_ conn: Connection) {
+        var start = 0
+        var searchFrom = conn.scanned
+        while let nl = conn.input[searchFrom...].firstIndex(of: UInt8(ascii: "\n")) {
+            if nl - start > Wire.maxLineBytes {
+                markTooLong(conn)
+                return
+            }
+            conn.lines.append(Array(conn.input[start..<nl]))
+            start = nl + 1
+            searchFrom = start
+        }
+        if start > 0 { conn.input.removeSubrange(..<start) }
+        conn.scanned = conn.input.count
+        if conn.input.count > Wire.maxLineBytes { markTooLong(conn) }
+    }
+
+    func markTooLong(_ conn: Connection) {
+        conn.lineTooLong = true
+        conn.input = []
+        conn.scanned = 0
+    }
+
+    /// Moves the connection on: hands the next queued line to the handler, answers bad lines
+    /// directly, writes what is ready, and closes when done.
+    func advance(_ conn: Connection) {
+        while !conn.inFlight, !conn.closeWhenFlushed {
+            if !conn.lines.isEmpty {
+                let line = conn.lines.removeFirst()
+                if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }) { continue }  // blank: ignored
+                conn.requests += 1
+                switch Wire.parseRequest(line) {
+                case .success(let request):
+                    logger.debug("control request", metadata: ["conn": "\(conn.id)", "cmd": "\(request.cmd.rawValue)"])
+                    conn.inFlight = true
+                    server.dispatch(request, connection: conn.id)
+                case .failure(let problem):
+                    logger.info("bad control request: \(problem.error.message)", metadata: ["conn": "\(conn.id)"])
+                    append(ControlServer.encode(.failure(problem.error, id: problem.id), logger: logger), to: conn)
+                }
+            } else if conn.lineTooLong {
+                logger.info("control request line too long; closing", metadata: ["conn": "\(conn.id)"])
+                let error = ControlError.badRequest(
+                    "request line longer than \(Wire.maxLineBytes) bytes; closing the connection (send one JSON object per line)")
+                append(ControlServer.encode(.failure(error), logger: logger), to: conn)
+                conn.closeWhenFlushed = true
+            } else {
+                if conn.endOfInput { conn.closeWhenFlushed = true }
+                break
+            }
+        }
+        flush(conn)
+        if connections[conn.id] != nil, conn.closeWhenFlushed, !conn.hasOutput, !conn.inFlight {
+            close(conn, why: conn.lineTooLong ? "line too long" : "client finished")
+        }
+    }
+
+    func append(_ bytes: [UInt8], to conn: Connection) {
+        if conn.outputOffset == conn.output.count {
+            conn.output.removeAll(keepingCapacity: true)
+            conn.outputOffset = 0
+        }
+        conn.output.append(contentsOf: bytes)
+    }
+
+    func flush(_ conn: Connection) {
+        while conn.hasOutput {
+            let sent: Int
+            do {
+                sent = try Sys.send(conn.fd, conn.output, from: conn.outputOffset)
+            } catch where error.errno == EAGAIN {
+                return  // POLLOUT will bring us back
+            } catch {
+                // EPIPE / ECONNRESET: the client vanished; MSG_NOSIGNAL kept SIGPIPE away.
+                close(conn, why: "client went away before its reply was written (\(error.reason))")
+                return
+            }
+            conn.outputOffset += sent
+        }
+        conn.output.removeAll(keepingCapacity: true)
+        conn.outputOffset = 0
+    }
+
+    func close(_ conn: Connection, why: String) {
+        guard connections.removeValue(forKey: conn.id) != nil else { return }
+        Sys.close(conn.fd)
+        logger.debug("control client closed: \(why)",
+                     metadata: ["conn": "\(conn.id)", "requests": "\(conn.requests)", "inFlight": "\(conn.inFlight)"])
+    }
+}

@@ -1,0 +1,162 @@
+/// Writes compact JSON with keys in a fixed, documented order (Foundation's JSONEncoder on
+/// Linux orders keys by hash, which makes replies hard to read and to compare).
+struct JSONWriter {
+    private(set) var bytes: [UInt8] = []
+    /// One entry per open container: true until its first element is written.
+    private var empty: [Bool] = []
+    /// A key was just written, so the next value needs no comma.
+    private var afterKey = false
+
+    mutating func object(_ body: (inout JSONWriter) -> Void) {
+        beginValue()
+        bytes.append(UInt8(ascii: "{"))
+        empty.append(true)
+        body(&self)
+        empty.removeLast()
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    mutating func array<S: Sequence>(_ items: S, _ body: (inout JSONWriter, S.Element) -> Void) {
+        beginValue()
+        bytes.append(UInt8(ascii: "["))
+        empty.append(true)
+        for item in items { body(&self, item) }
+        empty.removeLast()
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// Writes `"name":` inside an object; the next value written is its value.
+    mutating func key(_ name: String) {
+        beginValue()
+        escaped(name)
+        bytes.append(UInt8(ascii: ":"))
+        afterKey = true
+    }
+
+    mutating func field(_ name: String, _ value: String?) {
+        key(name)
+        if let value { string(value) } else { raw("null") }
+    }
+
+    mutating func field(_ name: String, _ value: some BinaryInteger) {
+        key(name)
+        raw(String(value))
+    }
+
+    mutating func field(_ name: String, _ value: Bool) {
+        key(name)
+        raw(value ? "true" : "false")
+    }
+
+    mutating func string(_ value: String) {
+        beginValue()
+        escaped(value)
+    }
+
+    private mutating func raw(_ text: String) {
+        beginValue()
+        bytes += Array(text.utf8)
+    }
+
+    private mutating func beginValue() {
+        if afterKey {
+            afterKey = false
+            return
+        }
+        if let isEmpty = empty.last {
+            if !isEmpty { bytes.append(UInt8(ascii: ",")) }
+            empty[empty.count - 1] = false
+        }
+    }
+
+    private mutating func escaped(_ value: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for unit in value.utf8 {
+            switch unit {
+            case UInt8(ascii: "\""): bytes += Array(#"\""#.utf8)
+            case UInt8(ascii: "\\"): bytes += Array(#"\\"#.utf8)
+            case UInt8(ascii: "\n"): bytes += Array(#"\n"#.utf8)
+            case UInt8(ascii: "\r"): bytes += Array(#"\r"#.utf8)
+            case UInt8(ascii: "\t"): bytes += Array(#"\t"#.utf8)
+            case 0..<0x20, 0x7f:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes += Array(#"\u00"#.utf8) + [hex[Int(unit >> 4)], hex[Int(unit & 0xf)]]
+            default: bytes.append(unit)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}
+
+/// The protocol's types, written in the order docs/PROTOCOL.md shows.
+protocol OrderedJSON {
+    func write(to json: inout JSONWriter)
+}
+
+extension Request: OrderedJSON {
+    func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.field("v", v)
+            if let id { o.field("id", id) }
+            o.field("cmd", cmd.rawValue)
+            if let name { o.field("name", name) }
+        }
+    }
+}
+
+extension ControlError: OrderedJSON {
+    func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.field("code", code)
+            o.field("message", message)
+        }
+    }
+}
+
+extension SegmentInfo: OrderedJSON {
+    func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.field("index", index)
+            o.field("durationNs", durationNs)
+        }
+    }
+}
+
+extension StatusInfo: OrderedJSON {
+    func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.field("state", state.rawValue)
+            o.field("file", file)
+            o.key("segments")
+            o.array(segments) { a, segment in segment.write(to: &a) }
+            o.field("recordedNs", recordedNs)
+            o.field("frames", frames)
+            o.field("droppedFrames", droppedFrames)
+            o.field("audioSamples", audioSamples)
+            o.field("lastFile", lastFile)
+            o.field("lastError", lastError)
+            o.field("video", video)
+            o.field("audio", audio)
+            o.field("uptimeNs", uptimeNs)
+        }
+    }
+}
+
+extension Reply: OrderedJSON {
+    func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.field("v", v)
+            if let id { o.field("id", id) }
+            o.field("ok", ok)
+            if let file { o.field("file", file) }
+            if let status {
+                o.key("status")
+                status.write(to: &o)
+            }
+            if let error {
+                o.key("error")
+                error.write(to: &o)
+            }
+        }
+    }
+}

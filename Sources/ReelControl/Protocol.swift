@@ -1,0 +1,287 @@
+import Foundation
+import ReelCore
+
+/// The version every request and reply carries as `"v"`. See docs/PROTOCOL.md.
+public let protocolVersion = 1
+
+/// What a client asks the daemon to do.
+public enum Command: String, Codable, Sendable, CaseIterable {
+    case start, pause, resume, stop, status
+}
+
+/// One request line: `{"v":1,"id":7,"cmd":"start","name":"clip"}`.
+public struct Request: Codable, Sendable, Equatable {
+    public var v: Int
+    /// Chosen by the client, echoed back in the reply; optional.
+    public var id: Int?
+    public var cmd: Command
+    /// Only meaningful for `start`: the base name of the file to record.
+    public var name: String?
+
+    public init(v: Int = protocolVersion, id: Int? = nil, cmd: Command, name: String? = nil) {
+        self.v = v
+        self.id = id
+        self.cmd = cmd
+        self.name = name
+    }
+}
+
+/// An error as carried in a reply: a machine-readable `code` and a message for people that
+/// names the thing and the fix.
+public struct ControlError: Error, Codable, Sendable, Equatable, CustomStringConvertible {
+    /// The codes of protocol version 1. Clients must treat an unknown code like `failed`.
+    public enum Code {
+        /// Malformed JSON, unknown command, wrong version, bad field, line too long.
+        public static let badRequest = "bad_request"
+        /// The command is not valid in the recorder's current state.
+        public static let wrongState = "wrong_state"
+        /// An I/O or device failure while carrying out the command.
+        public static let failed = "failed"
+        /// The server is serving its maximum number of clients.
+        public static let busy = "busy"
+    }
+
+    public var code: String
+    public var message: String
+
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public static func badRequest(_ message: String) -> ControlError { .init(code: Code.badRequest, message: message) }
+    public static func wrongState(_ message: String) -> ControlError { .init(code: Code.wrongState, message: message) }
+    public static func failed(_ message: String) -> ControlError { .init(code: Code.failed, message: message) }
+    public static func busy(_ message: String) -> ControlError { .init(code: Code.busy, message: message) }
+
+    public var description: String { message }
+}
+
+/// One recorded segment (the stretch between a start or resume and the next pause or stop).
+public struct SegmentInfo: Codable, Sendable, Equatable {
+    public var index: Int
+    public var durationNs: Nanos
+
+    public init(index: Int, durationNs: Nanos) {
+        self.index = index
+        self.durationNs = durationNs
+    }
+}
+
+/// The recorder's state as seen over the control socket.
+public enum RecorderState: String, Codable, Sendable, CaseIterable {
+    case idle, recording, paused, stopping
+}
+
+/// The `status` object of a reply. Optional fields are encoded as explicit `null`.
+public struct StatusInfo: Codable, Sendable, Equatable {
+    public var state: RecorderState
+    /// The `.part` file being recorded, or nil when idle.
+    public var file: String?
+    public var segments: [SegmentInfo]
+    /// Sum of the segments' durations.
+    public var recordedNs: Nanos
+    /// Video frames written to the current file.
+    public var frames: Int64
+    /// Video frames dropped (late, or the encoder could not keep up) in the current file.
+    public var droppedFrames: Int64
+    /// Audio samples (per channel) written to the current file.
+    public var audioSamples: Int64
+    /// The last completed file, or nil.
+    public var lastFile: String?
+    /// The last error the recorder hit, or nil.
+    public var lastError: String?
+    /// Short description of the video source, e.g. "test 640x360 30/1 yuyv".
+    public var video: String
+    /// Short description of the audio source, e.g. "test 48000 Hz 1 ch".
+    public var audio: String
+    /// Time since the daemon started.
+    public var uptimeNs: Nanos
+
+    public init(state: RecorderState, file: String?, segments: [SegmentInfo], recordedNs: Nanos,
+                frames: Int64, droppedFrames: Int64, audioSamples: Int64, lastFile: String?,
+                lastError: String?, video: String, audio: String, uptimeNs: Nanos) {
+        self.state = state
+        self.file = file
+        self.segments = segments
+        self.recordedNs = recordedNs
+        self.frames = frames
+        self.droppedFrames = droppedFrames
+        self.audioSamples = audioSamples
+        self.lastFile = lastFile
+        self.lastError = lastError
+        self.video = video
+        self.audio = audio
+        self.uptimeNs = uptimeNs
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case state, file, segments, recordedNs, frames, droppedFrames, audioSamples, lastFile, lastError, video, audio, uptimeNs
+    }
+
+    // Written by hand so that absent values appear as `null` (the synthesized one omits them).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(state, forKey: .state)
+        try c.encode(file, forKey: .file)
+        try c.encode(segments, forKey: .segments)
+        try c.encode(recordedNs, forKey: .recordedNs)
+        try c.encode(frames, forKey: .frames)
+        try c.encode(droppedFrames, forKey: .droppedFrames)
+        try c.encode(audioSamples, forKey: .audioSamples)
+        try c.encode(lastFile, forKey: .lastFile)
+        try c.encode(lastError, forKey: .lastError)
+        try c.encode(video, forKey: .video)
+        try c.encode(audio, forKey: .audio)
+        try c.encode(uptimeNs, forKey: .uptimeNs)
+    }
+}
+
+/// One reply line. `file` is set by `start` (the `.part` path) and `stop` (the final path);
+/// `status` by `status`, `pause`, `resume` and `stop`; `error` when `ok` is false.
+public struct Reply: Codable, Sendable, Equatable {
+    public var v: Int
+    public var id: Int?
+    public var ok: Bool
+    public var file: String?
+    public var status: StatusInfo?
+    public var error: ControlError?
+
+    public init(v: Int = protocolVersion, id: Int? = nil, ok: Bool, file: String? = nil,
+                status: StatusInfo? = nil, error: ControlError? = nil) {
+        self.v = v
+        self.id = id
+        self.ok = ok
+        self.file = file
+        self.status = status
+        self.error = error
+    }
+
+    /// The server overwrites `v` and `id` (echoing the request's), so handlers need not set them.
+    public static func success(id: Int? = nil, file: String? = nil, status: StatusInfo? = nil) -> Reply {
+        Reply(id: id, ok: true, file: file, status: status)
+    }
+
+    public static func failure(_ error: ControlError, id: Int? = nil) -> Reply {
+        Reply(id: id, ok: false, error: error)
+    }
+}
+
+// MARK: - Wire encoding
+
+/// Encoding and parsing of protocol lines, shared by server, client and tests.
+public enum Wire {
+    /// Longest accepted request line in bytes, not counting its `\n`.
+    public static let maxLineBytes = 64 * 1024
+
+    /// `value` as one line of compact JSON terminated by `\n`. The protocol's own types are
+    /// written with their keys in the documented order; anything else with sorted keys.
+    public static func line(_ value: some Encodable) throws -> [UInt8] {
+        var bytes: [UInt8]
+        if let ordered = value as? any OrderedJSON {
+            var writer = JSONWriter()
+            ordered.write(to: &writer)
+            bytes = writer.bytes
+        } else {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+            bytes = [UInt8](try encoder.encode(value))
+        }
+        bytes.append(UInt8(ascii: "\n"))
+        return bytes
+    }
+
+    /// `value` as compact JSON text without a newline (for printing).
+    public static func text(_ value: some Encodable) throws -> String {
+        var bytes = try line(value)
+        bytes.removeLast()
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Parses one request line (without its `\n`). On failure gives the `bad_request` error and
+    /// whatever `id` could be read from the line, so the error reply can still echo it.
+    public static func parseRequest(_ line: some Collection<UInt8>) -> Result<Request, RequestParseError> {
+        let envelope: Envelope
+        do {
+            envelope = try JSONDecoder().decode(Envelope.self, from: Data(line))
+        } catch {
+            return .failure(.init(id: nil, error: .badRequest(
+                "malformed request: not a JSON object on one line (send e.g. {\"v\":1,\"cmd\":\"status\"})")))
+        }
+        let id = envelope.id
+        func bad(_ message: String) -> Result<Request, RequestParseError> {
+            .failure(.init(id: id, error: .badRequest(message)))
+        }
+        guard envelope.idValid else {
+            return bad("bad \"id\": must be an integer (or left out)")
+        }
+        guard let v = envelope.v else {
+            return bad("missing \"v\": add \"v\":\(protocolVersion) to the request")
+        }
+        guard v == protocolVersion else {
+            return bad("unsupported protocol version \(v): this reeld speaks \"v\":\(protocolVersion)")
+        }
+        let known = Command.allCases.map(\.rawValue).joined(separator: ", ")
+        guard let cmdText = envelope.cmd else {
+            return bad("missing \"cmd\": must be one of \(known)")
+        }
+        guard let cmd = Command(rawValue: cmdText) else {
+            return bad("unknown command \"\(cmdText)\": must be one of \(known)")
+        }
+        if !envelope.nameValid {
+            return bad("bad \"name\": must be a string (or left out)")
+        }
+        if let name = envelope.name, cmd == .start, let problem = nameProblem(name) {
+            return bad(problem)
+        }
+        return .success(Request(v: v, id: id, cmd: cmd, name: cmd == .start ? envelope.name : nil))
+    }
+
+    /// Why `name` cannot be a recording's base name, or nil if it can. The daemon may apply
+    /// stricter rules of its own.
+    public static func nameProblem(_ name: String) -> String? {
+        let hint = "use a plain file name such as 'clip-1'"
+        if name.isEmpty { return "bad \"name\": empty (\(hint), or leave it out)" }
+        if name.utf8.count > 200 { return "bad \"name\": longer than 200 bytes (\(hint))" }
+        if name.hasPrefix(".") { return "bad \"name\" \"\(name)\": must not start with '.' (\(hint))" }
+        if name.contains("/") { return "bad \"name\" \"\(name)\": must not contain '/' (\(hint))" }
+        if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) {
+            return "bad \"name\": contains control characters (\(hint))"
+        }
+        return nil
+    }
+
+    /// A lenient view of a request, so that type errors in one field give a precise message.
+    private struct Envelope: Decodable {
+        var v: Int?
+        var id: Int?
+        var idValid = true
+        var cmd: String?
+        var name: String?
+        var nameValid = true
+
+        enum CodingKeys: String, CodingKey { case v, id, cmd, name }
+
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            v = try? c.decodeIfPresent(Int.self, forKey: .v)
+            if c.contains(.v), v == nil { v = -1 }  // present but not an integer: a wrong version
+            if c.contains(.id), (try? c.decodeNil(forKey: .id)) != true {
+                id = try? c.decode(Int.self, forKey: .id)
+                idValid = id != nil
+            }
+            cmd = try? c.decodeIfPresent(String.self, forKey: .cmd)
+            if c.contains(.cmd), cmd == nil, (try? c.decodeNil(forKey: .cmd)) != true { cmd = "(not a string)" }
+            if c.contains(.name), (try? c.decodeNil(forKey: .name)) != true {
+                name = try? c.decode(String.self, forKey: .name)
+                nameValid = name != nil
+            }
+        }
+    }
+}
+
+/// A request line that could not be parsed: the `bad_request` error and the id, if readable.
+public struct RequestParseError: Error, Sendable, Equatable {
+    public var id: Int?
+    public var error: ControlError
+}

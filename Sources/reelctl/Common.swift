@@ -1,0 +1,58 @@
+import ArgumentParser
+import Foundation
+import ReelControl
+
+/// Options every subcommand accepts, before or after its name.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "Path of reeld's control socket (default: $\(SocketPath.environmentVariable), else \(SocketPath.defaultPath)).",
+        valueName: "path"))
+    var socket: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Seconds to wait for reeld's reply (default: 60 for stop, 15 otherwise).", valueName: "seconds"))
+    var timeout: Int?
+
+    func validate() throws {
+        if let timeout, timeout <= 0 { throw ValidationError("--timeout must be a positive number of seconds") }
+    }
+}
+
+enum ExitStatus {
+    static let refused: Int32 = 1
+    static let usage: Int32 = 2
+}
+
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data("reelctl: \(message)\n".utf8))
+}
+
+/// Sends one request and returns the successful reply; on any failure prints the reason and
+/// exits 1 (refused by reeld) or 2 (could not talk to reeld).
+func perform(_ cmd: Command, name: String? = nil, options: GlobalOptions, defaultTimeoutSeconds: Int = 15) throws -> Reply {
+    let path = SocketPath.resolve(explicit: options.socket, environment: ProcessInfo.processInfo.environment)
+    let timeoutMs = (options.timeout ?? defaultTimeoutSeconds) * 1000
+    let reply: Reply
+    do {
+        let client = try ControlClient(path: path)
+        reply = try client.send(Request(id: 1, cmd: cmd, name: name), timeoutMs: timeoutMs)
+    } catch {
+        printError("\(error)")
+        throw ExitCode(ExitStatus.usage)
+    }
+    guard reply.ok else {
+        let message = reply.error?.message ?? "reeld refused '\(cmd.rawValue)' without saying why"
+        printError(message)
+        throw ExitCode(ExitStatus.refused)
+    }
+    return reply
+}
+
+/// The file a successful `start` or `stop` reply must carry.
+func requireFile(_ reply: Reply, _ cmd: Command) throws -> String {
+    guard let file = reply.file else {
+        printError("reeld accepted '\(cmd.rawValue)' but did not say which file (is reeld the same version as reelctl?)")
+        throw ExitCode(ExitStatus.refused)
+    }
+    return file
+}

@@ -1,0 +1,43 @@
+import ArgumentParser
+import Foundation
+import ReelControl
+
+@main
+struct Reelctl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reelctl",
+        abstract: "Control reeld, the Reel recorder daemon: start, pause, resume, stop, status.",
+        discussion: """
+            reelctl talks to reeld over its control socket. The socket is, in order of precedence: \
+            the --socket option, the \(SocketPath.environmentVariable) environment variable, \
+            or \(SocketPath.defaultPath).
+
+            Exit status: 0 on success; 1 when reeld refused the command (for example pausing \
+            while not recording); 2 when reeld could not be reached or answered nothing usable, \
+            and for usage errors.
+            """,
+        subcommands: [Start.self, Pause.self, Resume.self, Stop.self, Status.self]
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    /// Like ParsableCommand's main, but usage errors exit 2 (not 64) with a `reelctl: ` message.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch let error as ExitCode {
+            exit(withError: error)  // already reported by the subcommand
+        } catch {
+            if exitCode(for: error) == .success { exit(withError: error) }  // --help
+            var message = fullMessage(for: error)
+            if message.hasPrefix("Error: ") { message.removeFirst("Error: ".count) }
+            printError(message.trimmingCharacters(in: .whitespacesAndNewlines))
+            Foundation.exit(ExitStatus.usage)
+        }
+    }
+
+    func run() throws {
+        throw ValidationError("missing command: one of start, pause, resume, stop, status")
+    }
+}

@@ -1,2 +1,0 @@
-import XCTest
-final class ReelControlTestsPlaceholder: XCTestCase { func testNothing() {} }

@@ -550,9 +550,15 @@ def defects(report, sync_tolerance_ms=None):
         if a["frame_pts_gap_count"]:
             out.append(f"{a['frame_pts_gap_count']} gaps/overlaps in audio frame timestamps: {a['frame_pts_gaps'][:3]}")
         if v["duration"] is not None and a["duration"] is not None:
-            diff = abs(a["duration"] - v["duration"]) * a["sample_rate"]
+            # Compare where each stream *ends* on the output timeline. FFmpeg 5.1 reads the
+            # edit list of a fragmented MP4 as a time offset, so it decodes the AAC encoder's
+            # 1024 priming samples before t=0 (a player that honours the edit list skips them);
+            # counting them as duration would misstate what plays.
+            a_end = a["start"] + a["duration"]
+            v_end = (v["start"] or 0) + v["duration"]
+            diff = abs(a_end - v_end) * a["sample_rate"]
             if diff > AAC_FRAME:
-                out.append(f"audio lasts {a['duration']:.4f} s, video {v['duration']:.4f} s "
+                out.append(f"audio ends at {a_end:.4f} s, video at {v_end:.4f} s "
                            f"({diff:.0f} samples apart, more than one AAC frame)")
         if abs(a["start"] - (v["start"] or 0)) * 1000 > v["frame_ms"]:
             out.append(f"audio starts at {a['start']:.4f} s, video at {v['start']:.4f} s")

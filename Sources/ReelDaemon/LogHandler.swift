@@ -15,9 +15,9 @@ public struct ReelLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(level: Logger.Level, message: Logger.Message, metadata extra: Logger.Metadata?,
-                    source: String, file: String, function: String, line: UInt) {
-        let all = metadata.merging(extra ?? [:]) { $1 }
+    public func log(event: LogEvent) {
+        let level = event.level, message = event.message
+        let all = metadata.merging(event.metadata ?? [:]) { $1 }
         let meta = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         let text: String
         if journal {
@@ -28,7 +28,9 @@ public struct ReelLogHandler: LogHandler {
             let stamp = String(format: "%02d:%02d:%02d.%03d", tmv.tm_hour, tmv.tm_min, tmv.tm_sec, Int(tv.tv_usec / 1000))
             text = "\(stamp) \(level.rawValue.uppercased()) \(message)\(meta)\n"
         }
-        text.withCString { _ = fputs($0, stderr) }
+        // One write(2) per line on fd 2: atomic for lines under PIPE_BUF, no shared FILE state.
+        let bytes = Array(text.utf8)
+        bytes.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
     }
 
     static func priority(_ l: Logger.Level) -> Int {

@@ -164,7 +164,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             localtime_r(&t, &tmv)
             var buf = [CChar](repeating: 0, count: 32)
             strftime(&buf, buf.count, "reel-%Y%m%d-%H%M%S", &tmv)
-            let stem = String(cString: buf)
+            let stem = String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             base = stem
             var k = 2
             while exists(base) { base = "\(stem)-\(k)"; k += 1 }
@@ -176,18 +176,18 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         let (s, lastFile, lastError) = monitor.withLock { (session, self.lastFile, self.lastError) }
         let current = s ?? finished
         let snap = current?.snapshot ?? SessionSnapshot()
-        let state: String
+        let state: RecorderState
         if let s {
             let sn = s.snapshot
-            state = sn.stopping ? "stopping" : (sn.phase == .paused ? "paused" : "recording")
-        } else { state = "idle" }
-        let desc = current?.sourceDescriptions ?? (nil, nil)
+            state = sn.stopping ? .stopping : (sn.phase == .paused ? .paused : .recording)
+        } else { state = .idle }
+        let desc: (video: String?, audio: String?) = current?.sourceDescriptions ?? (nil, nil)
         return StatusInfo(
             state: state, file: s?.partPath,
             segments: snap.segmentDurations.enumerated().map { SegmentInfo(index: $0.offset, durationNs: $0.element) },
             recordedNs: snap.recordedNs, frames: snap.frames, droppedFrames: snap.droppedFrames,
             audioSamples: snap.audioSamples, lastFile: lastFile, lastError: lastError,
-            video: desc.video ?? describeVideo(), audio: desc.audio ?? describeAudio(),
+            video: desc.video ?? describeVideo() ?? "none", audio: desc.audio ?? describeAudio() ?? "none",
             uptimeNs: SystemClock.now() - startedAt)
     }
 
@@ -211,8 +211,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         guard let cb = onStateChange else { return }
         let st = status()
         switch st.state {
-        case "idle": cb(st.lastError.map { "idle; last error: \($0)" } ?? "idle")
-        default: cb("\(st.state) \(formatDuration(st.recordedNs)), \(st.segments.count) segment\(st.segments.count == 1 ? "" : "s")")
+        case .idle: cb(st.lastError.map { "idle; last error: \($0)" } ?? "idle")
+        default: cb("\(st.state.rawValue) \(formatDuration(st.recordedNs)), \(st.segments.count) segment\(st.segments.count == 1 ? "" : "s")")
         }
     }
 }

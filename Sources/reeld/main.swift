@@ -157,7 +157,7 @@ struct Reeld: ParsableCommand {
                 notifier.send("STOPPING=1")
                 recorder.shutdown()
                 server.shutdown()
-                exit(0)
+                Foundation.exit(0)
             }
             src.resume()
             sources.append(src)

@@ -129,7 +129,7 @@ def test_catches_audio_gap_at_resume(recording):
     rep = recording("audio_gap_at_resume")
     d = rv.defects(rep)
     assert any("flash/beep pairs off by more than" in x for x in d), d
-    assert any(x.startswith("audio lasts") for x in d), d
+    assert any(x.startswith("audio ends at") for x in d), d
     late = [p["offset_ms"] for p in rep["sync"]["pairs"] if p["t"] > rep["jumps"][0]["out_time"]]
     assert late and all(abs(o - 50) < 1 for o in late), late
 

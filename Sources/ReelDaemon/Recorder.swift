@@ -152,10 +152,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         }
         var base: String
         if let name {
-            let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-            guard !name.isEmpty, name.count <= 128, !name.hasPrefix("."), name.allSatisfy({ allowed.contains($0) }) else {
-                return .failure(.badRequest("invalid name '\(name)': use 1 to 128 letters, digits, '.', '_' or '-', not starting with '.'"))
-            }
+            // One rule for names, shared with the wire parser (callers in-process skip the wire).
+            if let problem = Wire.nameProblem(name) { return .failure(.badRequest(problem)) }
             base = name.hasSuffix(".mp4") ? String(name.dropLast(4)) : name
             if exists(base) { return .failure(.failed("\(dir)/\(base).mp4 already exists: choose another --name (Reel never overwrites a recording)")) }
         } else {

@@ -28,7 +28,7 @@ build-debug: deps
 	$(SWIFT) build --build-tests
 
 unit: build-debug
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --disable-swift-testing
 
 e2e: build
 	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) -m pytest -q -p no:cacheprovider Tests/e2e

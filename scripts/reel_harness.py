@@ -1,0 +1,146 @@
+"""Starts the real `reeld`, waits for its systemd-style READY=1 notification (an event, not
+a poll), drives it with `reelctl`, and times every command on CLOCK_MONOTONIC. Shared by the
+end-to-end tests (Tests/e2e/conftest.py) and `make demo` (scripts/demo.py)."""
+
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+
+READY_TIMEOUT = 20.0
+EXIT_TIMEOUT = 30.0
+CTL_TIMEOUT = 30.0
+
+
+@dataclass
+class Ctl:
+    """One reelctl call: its result and the monotonic instants around it."""
+    args: tuple
+    rc: int
+    out: str
+    err: str
+    t0: float
+    t1: float
+
+    @property
+    def mid(self):
+        return (self.t0 + self.t1) / 2
+
+    @property
+    def half(self):
+        """Half the call's duration: how far the instant it acted may be from mid."""
+        return (self.t1 - self.t0) / 2
+
+    def __str__(self):
+        return (f"reelctl {' '.join(self.args)} -> rc={self.rc} out={self.out.strip()!r} "
+                f"err={self.err.strip()!r} ({(self.t1 - self.t0) * 1000:.1f} ms)")
+
+
+class Reeld:
+    def __init__(self, bindir, opts, name):
+        self.bindir = bindir
+        # AF_UNIX paths are limited to ~107 bytes: keep sockets in a short /tmp dir
+        self.dir = tempfile.mkdtemp(prefix="reel-e2e-", dir="/tmp")
+        self.out_dir = os.path.join(self.dir, "out")
+        os.mkdir(self.out_dir)
+        self.socket = os.path.join(self.dir, "ctl.sock")
+        self.notify_path = os.path.join(self.dir, "notify.sock")
+        self.log_path = os.path.join(self.dir, "reeld.log")
+        self.name = name
+        self.notifications = []
+        self.ctl_log = []
+        self.returncode = None
+        o = {"video": "test", "audio": "test", "size": "640x360", "fps": "30",
+             "pixel-format": "yuyv", "sample-rate": "48000", "channels": "1",
+             "preset": "veryfast", "crf": "23", "test-audio-skew-ppm": "0"}
+        o.update({k: str(v) for k, v in opts.items() if v is not None and v is not True})
+        self.argv = [os.path.join(bindir, "reeld"), "--socket", self.socket, "--output-dir", self.out_dir]
+        for k, v in o.items():
+            # a value that starts with '-' (a negative skew) goes as --key=value so
+            # that an option parser cannot take it for a flag
+            self.argv += [f"--{k}={v}"] if v.startswith("-") else [f"--{k}", v]
+        self.argv += [f"--{k}" for k, v in opts.items() if v is True]
+
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(self.notify_path)
+        env = dict(os.environ, NOTIFY_SOCKET=self.notify_path)
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self.log,
+                                     stderr=subprocess.STDOUT, env=env)
+        if not self.wait_notify("READY=1", READY_TIMEOUT):
+            raise AssertionError(f"reeld sent no READY=1 within {READY_TIMEOUT} s "
+                                 f"(exit status {self.proc.poll()})\n{self.log_tail()}")
+
+    def wait_notify(self, token, timeout):
+        """Wait for a notify datagram carrying `token` (e.g. READY=1). Returns
+        False on timeout or when reeld exits first (after draining what it sent)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if any(token in m.split("\n") for m in self.notifications):
+                return True
+            left = deadline - time.monotonic()
+            exited = self.proc.poll() is not None
+            wait = 0 if exited else max(0.0, min(left, 0.5))
+            r, _, _ = select.select([self.notify], [], [], wait)
+            if r:
+                self.notifications.append(self.notify.recv(4096).decode("utf-8", "replace"))
+            elif exited or left <= 0:
+                return False
+
+    def ctl(self, *args, expect_ok=True):
+        argv = [os.path.join(self.bindir, "reelctl"), "--socket", self.socket, *args]
+        t0 = time.monotonic()
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=CTL_TIMEOUT)
+        t1 = time.monotonic()
+        c = Ctl(tuple(args), p.returncode, p.stdout.decode(), p.stderr.decode(), t0, t1)
+        self.ctl_log.append(c)
+        print(f"[{t0:.3f}] {c}")
+        if expect_ok:
+            assert c.rc == 0, f"{c}\n{self.log_tail()}"
+        return c
+
+    def status(self):
+        c = self.ctl("status", "--json")
+        try:
+            return json.loads(c.out)
+        except ValueError:
+            raise AssertionError(f"status --json is not JSON: {c.out!r}")
+
+    def terminate(self, sig=signal.SIGTERM, timeout=EXIT_TIMEOUT):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError(f"reeld did not exit within {timeout} s of {sig!r}\n{self.log_tail()}")
+        self.returncode = self.proc.returncode
+        return self.returncode
+
+    def log_tail(self, lines=60):
+        self.log.flush()
+        try:
+            with open(self.log_path, "rb") as f:
+                text = f.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            return "(no reeld log)"
+        return "---- reeld log (last %d lines) ----\n%s" % (lines, "\n".join(text[-lines:]))
+
+    def close(self, keep=False):
+        try:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+        finally:
+            self.notify.close()
+            self.log.close()
+            if not keep:
+                shutil.rmtree(self.dir, ignore_errors=True)

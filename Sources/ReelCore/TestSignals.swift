@@ -51,8 +51,6 @@ public struct TestVideoPattern: Sendable {
         precondition(dst.count >= format.pixelFormat.frameBytes(width: w, height: h))
         let ms = timecodeMs(frame: n)
         let flash = isFlash(frame: n)
-        var stripY = [UInt8](repeating: 0, count: w)
-        for x in 0..<w { stripY[x] = stripLuma(x: x, ms: ms) }
         let base = dst.baseAddress!.assumingMemoryBound(to: UInt8.self)
         // The moving part: each row is the pattern shifted by an even number of pixels that
         // depends on the row and the frame (diagonal stripes sliding right every frame).
@@ -65,7 +63,7 @@ public struct TestVideoPattern: Sendable {
                 let row = base + y * w * 2
                 if y < stripRows || flash {
                     for x in 0..<w {
-                        row[x * 2 + yo] = y < stripRows ? stripY[x] : Self.white
+                        row[x * 2 + yo] = y < stripRows ? stripLuma(x: x, ms: ms) : Self.white
                         row[x * 2 + co] = Self.neutral
                     }
                 } else {
@@ -79,7 +77,7 @@ public struct TestVideoPattern: Sendable {
         case .i420, .nv12:
             for y in 0..<h {
                 let row = base + y * w
-                if y < stripRows { for x in 0..<w { row[x] = stripY[x] } }
+                if y < stripRows { for x in 0..<w { row[x] = stripLuma(x: x, ms: ms) } }
                 else if flash { (row).update(repeating: Self.white, count: w) }
                 else { lumaRow.withUnsafeBufferPointer { row.update(from: $0.baseAddress! + shift(y), count: w) } }
             }

@@ -265,12 +265,9 @@ public struct Timeline: Sendable {
 
     // MARK: Internals
 
-    /// The cut that closes the last segment (a pause followed by stop, or the stop itself).
-    private var finalCut: Cut {
-        var i = cuts.count - 1
-        while i > 0 && !cuts[i - 1].keepAfter { i -= 1 }
-        return cuts[i]
-    }
+    /// The cut that closes the last segment: the stop, or the pause a stop-while-paused marked.
+    /// (Cuts alternate keep/drop, and a stop while paused adds no cut.)
+    private var finalCut: Cut { cuts[cuts.count - 1] }
 
     private mutating func resolvePending(upTo t: Nanos, at instant: Nanos?) {
         while firstUnresolved < cuts.count, cuts[firstUnresolved].requested <= t {

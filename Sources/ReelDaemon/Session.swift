@@ -142,6 +142,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
 
     private func run() {
         var failure: String?
+        var lastPublish: Nanos = 0
         do {
             while true {
                 let event = queue.take(until: SystemClock.now() + 20_000_000)
@@ -152,9 +153,10 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
                     logger.error("\(msg); finishing the recording \(partPath)")
                     _ = try? timeline.request(.stop, at: timeline.horizon)
                 }
-                publish()
+                // Status is published at most every 100 ms (and on every request), not per frame.
+                let now = SystemClock.now()
+                if now - lastPublish >= 100_000_000 { publish(); lastPublish = now }
                 if timeline.isStopResolved {
-                    let now = SystemClock.now()
                     if stopResolvedAt == nil { stopResolvedAt = now }
                     if timeline.isFinished { break }
                     if sourceFailure != nil || now - stopResolvedAt! > 2 * nanosPerSecond {
@@ -179,6 +181,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             do {
                 let phase = try timeline.request(r, at: at ?? timeline.horizon)
                 logger.info("\(r) requested (\(partPath))")
+                publish()
                 reply.fulfill(.ok(phase))
             } catch {
                 reply.fulfill(.refused(error.description))

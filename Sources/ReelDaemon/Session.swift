@@ -13,8 +13,12 @@ public struct RecorderConfig: Sendable {
     public var paced: Bool
     public var h264: H264Settings
     public var aac: AACSettings
-    public init(outputDir: String, video: Video, audio: Audio, paced: Bool, h264: H264Settings, aac: AACSettings) {
+    /// Resample the audio so its sample clock follows CLOCK_MONOTONIC (see `DriftLock`).
+    public var driftLock: Bool
+    public init(outputDir: String, video: Video, audio: Audio, paced: Bool, h264: H264Settings, aac: AACSettings,
+                driftLock: Bool = true) {
         self.outputDir = outputDir; self.video = video; self.audio = audio; self.paced = paced; self.h264 = h264; self.aac = aac
+        self.driftLock = driftLock
     }
     public var videoFormat: VideoFormat? { if case let .test(f) = video { return f }; return nil }
     public var audioFormat: AudioFormat? { if case let .test(f, _) = audio { return f }; return nil }
@@ -66,6 +70,8 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private let aac: AACEncoder?
     private let mux: MP4Writer
     private var fifo: AudioFifo
+    private let resampler: DriftResampler?
+    private var drift: DriftLock?
     private let silence: [Int16]
     private var lastVideoPts: Int64 = Int64.min
     private var lastKeptOutput: Nanos?
@@ -102,8 +108,11 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             aac = try AACEncoder(format: f, settings: config.aac)
             fifo = AudioFifo(channels: f.channels, capacityFrames: f.sampleRate * 10)
             silence = [Int16](repeating: 0, count: 1024 * f.channels)
+            resampler = config.driftLock ? try DriftResampler(format: f) : nil
+            drift = config.driftLock ? DriftLock(rate: f.sampleRate) : nil
         } else {
             aac = nil
+            resampler = nil
             fifo = AudioFifo(channels: 1, capacityFrames: 1)
             silence = []
         }
@@ -203,23 +212,44 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             if rel > audioReceived {
                 // Samples the source lost: silence keeps every later sample at its true time.
                 let gap = Int(rel - audioReceived)
-                try reserveAudio(gap)
-                fifo.append(nil, frames: gap)
-                timeline.audioArrived(count: gap, captureTime: time)
+                try acceptAudio(nil, frames: gap, time: time)
                 audioReceived += Int64(gap); audioFilled += Int64(gap)
             }
             let skip = Int(max(0, audioReceived - rel))  // overlap: never expected, never duplicated
             guard frames > skip else { return }
-            try reserveAudio(frames - skip)
             let base = UnsafeRawPointer(audioSource!.pool.buffer(slot).baseAddress!).assumingMemoryBound(to: Int16.self)
-            fifo.append(base + skip * fifo.channels, frames: frames - skip)
-            timeline.audioArrived(count: frames - skip, captureTime: time)
+            let ch = config.audioFormat!.channels
+            try acceptAudio(UnsafeBufferPointer(start: base + skip * ch, count: (frames - skip) * ch), frames: frames - skip,
+                            time: time + config.audioFormat!.sampleTime(Int64(skip)))
             audioReceived += Int64(frames - skip)
             if videoSource == nil && !config.paced, let f = config.audioFormat {
                 timeline.advance(to: time + f.sampleTime(Int64(frames)))
             }
         case let .media(.sourceFailed(msg)):
             sourceFailure = msg
+        }
+    }
+
+    /// Takes delivered samples (nil: `frames` of silence for samples the source lost) into the
+    /// pending FIFO, through the drift-lock resampler when it is on.
+    private func acceptAudio(_ samples: UnsafeBufferPointer<Int16>?, frames: Int, time: Nanos) throws {
+        guard let resampler else {
+            try reserveAudio(frames)
+            fifo.append(samples?.baseAddress, frames: frames)
+            timeline.audioArrived(count: frames, captureTime: time)
+            return
+        }
+        if samples != nil {
+            // Real samples carry a capture time: steer the resampler (a gap's time is only estimated).
+            let c = drift!.compensation(captureTime: time, outputPosition: resampler.outputPosition)
+            try resampler.setCompensation(delta: c.delta, distance: c.distance)
+        }
+        let anchor = drift!.anchor ?? time  // output sample 0 of the locked stream
+        try resampler.process(samples, silentFrames: frames) { out in
+            let n = out.count / fifo.channels
+            try reserveAudio(n)
+            fifo.append(out.baseAddress, frames: n)
+            timeline.audioArrived(count: n, captureTime: anchor)
         }
     }
 

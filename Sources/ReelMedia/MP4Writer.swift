@@ -180,7 +180,6 @@ public final class MP4Writer {
     private func cutFragment() throws {
         let ctx = out.p
         // With delay_moov the first forced flush writes only the moov; the second writes the fragment.
-        // With delay_moov the first forced flush writes only the moov; the second writes the fragment.
         for _ in 0..<(fragments == 0 ? 2 : 1) {
             try checkAV(av_write_frame(ctx, nil), "cannot write a fragment to '\(path)'")
         }

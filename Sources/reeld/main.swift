@@ -72,6 +72,9 @@ struct Reeld: ParsableCommand {
     @Flag(help: "Deliver the synthetic sources as fast as the pipeline takes them (same virtual timestamps).")
     var unpaced = false
 
+    @Flag(inversion: .prefixedNo, help: "Resample the audio so its clock follows CLOCK_MONOTONIC (keeps A/V in sync on a drifting sound card).")
+    var driftLock = true
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -120,7 +123,7 @@ struct Reeld: ParsableCommand {
         var aac = AACSettings()
         aac.bitrate = audioBitrate
         let dir = outputDir.hasPrefix("/") ? outputDir : FileManager.default.currentDirectoryPath + "/" + outputDir
-        return RecorderConfig(outputDir: dir, video: v, audio: a, paced: !unpaced, h264: h264, aac: aac)
+        return RecorderConfig(outputDir: dir, video: v, audio: a, paced: !unpaced, h264: h264, aac: aac, driftLock: driftLock)
     }
 
     func run() throws {

@@ -186,17 +186,21 @@ def test_sigterm_finishes_the_file(reeld):
     assert not problems, "oracle found:\n  " + "\n  ".join(problems)
 
 
-@pytest.mark.parametrize("ppm", [200, -200])
-def test_audio_clock_skew(reeld, note, ppm):
+@pytest.mark.parametrize("ppm,lock", [(200, True), (-200, True), (300, False)],
+                         ids=["+200ppm-locked", "-200ppm-locked", "+300ppm-unlocked"])
+def test_audio_clock_skew(reeld, note, ppm, lock):
     """Test D: the audio clock runs `ppm` fast/slow against CLOCK_MONOTONIC;
     flash and beep k are captured at the same real instant, so a correct
-    recorder keeps them together. Informational (the offsets are reported in
-    the run summary) and bounded: max |offset| < 17 ms.
-    Note: a recorder that ignores the skew drifts 200 us per second, 1.6 ms
-    over this run, so the bound alone cannot tell it from a correct one; the
-    reported drift (ppm, slope of offset over time) can."""
-    name, fps = f"d-skew{ppm:+d}", 30
-    r = reeld(name, **{"test-audio-skew-ppm": ppm})
+    recorder keeps them together. Over this short run an unlocked recorder
+    drifts only ppm us per second (2-3 ms), so the offset bound alone cannot
+    tell it from a correct one: the slope of the offset over time (ppm) can.
+    With the drift lock the slope must be ~0; without it (--no-drift-lock) it
+    must show the skew, which proves this test can fail."""
+    name, fps = f"d-skew{ppm:+d}{'' if lock else '-unlocked'}", 30
+    opts = {"test-audio-skew-ppm": ppm}
+    if not lock:
+        opts["no-drift-lock"] = True
+    r = reeld(name, **opts)
     start, pairs, stop, _ = run_schedule(r, name, [(3.5, "pause"), (4.5, "resume")], 8.0)
     final = check_final_file(r, name, stop)
     pauses, tol_pos, tol_len = windows(start, pairs, fps)
@@ -205,10 +209,16 @@ def test_audio_clock_skew(reeld, note, ppm):
                                       tol_stop=2 / fps + start.half + stop.half + 0.002,
                                       sync_tol_ms=17.0)
     sy = rep["sync"]
-    msg = (f"skew {ppm:+d} ppm: max |A/V offset| {sy['max_abs_offset_ms']} ms over "
-           f"{len(sy['pairs'])} flash/beep pairs, mean {sy['mean_offset_ms']} ms, "
-           f"offset drift {sy['offset_drift_ppm']} ppm")
+    msg = (f"skew {ppm:+d} ppm, drift lock {'on' if lock else 'off'}: max |A/V offset| "
+           f"{sy['max_abs_offset_ms']} ms over {len(sy['pairs'])} flash/beep pairs, "
+           f"mean {sy['mean_offset_ms']} ms, offset drift {sy['offset_drift_ppm']} ppm")
     print(msg)
     note(msg)
     assert sy["max_abs_offset_ms"] is not None and sy["max_abs_offset_ms"] < 17.0, msg
+    if lock:
+        assert abs(sy["offset_drift_ppm"]) < 50, "drift lock on, yet the offset drifts: " + msg
+        assert sy["max_abs_offset_ms"] < 2.0, msg
+    else:
+        assert sy["offset_drift_ppm"] * (1 if ppm > 0 else -1) > 0.5 * abs(ppm), \
+            "drift lock off, yet no drift measured (the test could not fail): " + msg
     assert not problems, "oracle found:\n  " + "\n  ".join(problems)

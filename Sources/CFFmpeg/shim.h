@@ -5,4 +5,5 @@
 #include <libavutil/channel_layout.h>
 #include <libavutil/audio_fifo.h>
 #include <libavutil/error.h>
+#include <libavutil/pixdesc.h>
 #include <libswresample/swresample.h>

@@ -1,11 +1,12 @@
-/// Raw video pixel formats Reel accepts from a source (what a webcam delivers).
+/// Raw video pixel formats Reel accepts from a source (what a webcam delivers, or a Y4M file:
+/// `i422` is planar 4:2:2).
 public enum PixelFormat: String, Sendable, CaseIterable, Codable {
-    case yuyv, uyvy, i420, nv12
+    case yuyv, uyvy, i420, nv12, i422
 
     /// Bytes of one frame of `width` x `height` (width and height even).
     public func frameBytes(width: Int, height: Int) -> Int {
         switch self {
-        case .yuyv, .uyvy: return width * height * 2
+        case .yuyv, .uyvy, .i422: return width * height * 2
         case .i420, .nv12: return width * height * 3 / 2
         }
     }

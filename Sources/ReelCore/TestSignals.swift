@@ -74,22 +74,24 @@ public struct TestVideoPattern: Sendable {
                     }
                 }
             }
-        case .i420, .nv12:
+        case .i420, .nv12, .i422:
             for y in 0..<h {
                 let row = base + y * w
                 if y < stripRows { for x in 0..<w { row[x] = stripLuma(x: x, ms: ms) } }
                 else if flash { (row).update(repeating: Self.white, count: w) }
                 else { lumaRow.withUnsafeBufferPointer { row.update(from: $0.baseAddress! + shift(y), count: w) } }
             }
-            let cw = w / 2, ch = h / 2
+            // 4:2:0 has one chroma row per two luma rows; planar 4:2:2 one per luma row.
+            let vsub = format.pixelFormat == .i422 ? 1 : 2
+            let cw = w / 2, ch = h / vsub
             let chroma = base + w * h
             for cy in 0..<ch {
-                let neutral = cy * 2 < stripRows || flash
-                let s = shift(cy * 2) / 2
+                let neutral = cy * vsub < stripRows || flash
+                let s = shift(cy * vsub) / 2
                 for cx in 0..<cw {
                     let u = neutral ? Self.neutral : uRow[cx + s]
                     let v = neutral ? Self.neutral : vRow[cx + s]
-                    if format.pixelFormat == .i420 {
+                    if format.pixelFormat != .nv12 {
                         chroma[cy * cw + cx] = u
                         chroma[cw * ch + cy * cw + cx] = v
                     } else {

@@ -126,8 +126,9 @@ public struct Timeline: Sendable {
         case (.stop, .recording), (.stop, .paused): break
         default: throw .wrongPhase(request: r, phase: phase)
         }
+        // Never before anything already decided, never before the previous request. A request may
+        // lie in the future (a schedule, or the end of a file): it waits, pending, for its frame.
         let instant = max(t, horizon, cuts[cuts.count - 1].requested)
-        horizon = instant
         switch r {
         case .pause: cuts.append(Cut(keepAfter: false, isStop: false, requested: instant))
         case .resume: cuts.append(Cut(keepAfter: true, isStop: false, requested: instant))

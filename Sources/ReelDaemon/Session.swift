@@ -5,8 +5,8 @@ import ReelMedia
 
 /// Which sources and encoder settings a recording uses.
 public struct RecorderConfig: Sendable {
-    public enum Video: Sendable { case none, test(VideoFormat) }
-    public enum Audio: Sendable { case none, test(AudioFormat, skewPpm: Int64) }
+    public enum Video: Sendable { case none, test(VideoFormat), y4m(path: String, VideoFormat) }
+    public enum Audio: Sendable { case none, test(AudioFormat, skewPpm: Int64), wav(path: String, AudioFormat) }
     public var outputDir: String
     public var video: Video
     public var audio: Audio
@@ -20,8 +20,12 @@ public struct RecorderConfig: Sendable {
         self.outputDir = outputDir; self.video = video; self.audio = audio; self.paced = paced; self.h264 = h264; self.aac = aac
         self.driftLock = driftLock
     }
-    public var videoFormat: VideoFormat? { if case let .test(f) = video { return f }; return nil }
-    public var audioFormat: AudioFormat? { if case let .test(f, _) = audio { return f }; return nil }
+    public var videoFormat: VideoFormat? {
+        switch video { case .none: return nil; case let .test(f): return f; case let .y4m(_, f): return f }
+    }
+    public var audioFormat: AudioFormat? {
+        switch audio { case .none: return nil; case let .test(f, _): return f; case let .wav(_, f): return f }
+    }
 }
 
 /// What the control plane can see of a running recording; published by the pipeline thread.
@@ -81,6 +85,8 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private var audioReceived: Int64 = 0
     private var audioFilled: Int64 = 0
     private var sourceFailure: String?
+    /// Where an audio file ended, in media time, while video still runs.
+    private var audioEndsAt: Nanos?
     private var stopResolvedAt: Nanos?
 
     init(config: RecorderConfig, partPath: String, finalPath: String, logger: Logger) throws {
@@ -93,10 +99,12 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         switch config.video {
         case .none: vs = nil
         case let .test(f): vs = TestVideoSource(format: f, paced: config.paced)
+        case let .y4m(path, _): vs = try FileVideoSource(path: path, paced: config.paced)
         }
         switch config.audio {
         case .none: aso = nil
         case let .test(f, skew): aso = TestAudioSource(format: f, skewPpm: skew, paced: config.paced)
+        case let .wav(path, _): aso = try FileAudioSource(path: path, paced: config.paced)
         }
         videoSource = vs
         audioSource = aso
@@ -161,6 +169,8 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
                 if let msg = sourceFailure, timeline.phase != .stopped {
                     logger.error("\(msg); finishing the recording \(partPath)")
                     _ = try? timeline.request(.stop, at: timeline.horizon)
+                    // No more frames may come to resolve the stop on the frame grid: resolve it now.
+                    timeline.advance(to: timeline.horizon + timeline.unresolvedTimeout)
                 }
                 // Status is published at most every 100 ms (and on every request), not per frame.
                 let now = SystemClock.now()
@@ -168,8 +178,10 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
                 if timeline.isStopResolved {
                     if stopResolvedAt == nil { stopResolvedAt = now }
                     if timeline.isFinished { break }
-                    if sourceFailure != nil || now - stopResolvedAt! > 2 * nanosPerSecond {
-                        // The audio source stopped delivering: complete the span with silence.
+                    // The audio source will deliver nothing more (its thread exited and the queue is
+                    // drained), or it has been silent for 2 s: complete the span with silence.
+                    let audioDone = event == nil && (audioSource?.hasExited ?? true)
+                    if audioDone || now - stopResolvedAt! > 2 * nanosPerSecond {
                         let n = timeline.silenceToFinish()
                         if n > 0 { logger.warning("audio source delivered no samples for the last \(n) frames; filled with silence") }
                         try encodeSilence(n)
@@ -197,6 +209,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             }
         case let .media(.video(slot, time)):
             defer { videoSource!.pool.release(slot) }
+            if let end = audioEndsAt, time >= end, timeline.phase != .stopped { _ = try? timeline.request(.stop, at: end) }
             guard case let .keep(out) = timeline.video(at: time), let h264, let converter else { return }
             let frame = try converter.convert(UnsafeRawBufferPointer(videoSource!.pool.buffer(slot)))
             var pts = rescale(out, h264.timeBase.den, nanosPerSecond * h264.timeBase.num)
@@ -227,6 +240,20 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             }
         case let .media(.sourceFailed(msg)):
             sourceFailure = msg
+        case let .media(.ended(msg, at, isVideo)):
+            // A file ran out: the recording ends where the first stream ends, in media time.
+            logger.notice("\(msg); the recording ends there (\(partPath))")
+            if isVideo || videoSource == nil {
+                let end = min(at, audioEndsAt ?? at)
+                if timeline.phase != .stopped { _ = try? timeline.request(.stop, at: end) }
+                // No frame will come past the end to resolve the stop on: resolve it now.
+                timeline.advance(to: max(end, timeline.horizon) + timeline.unresolvedTimeout)
+            } else {
+                // Audio ended first in wall-clock time; video may still end earlier in media time.
+                // The video stream acts on it (below), so no future stop is pending meanwhile and
+                // audio is never decided past what video has reached.
+                audioEndsAt = at
+            }
         }
     }
 

@@ -11,6 +11,9 @@ public enum MediaEvent: Sendable {
     case audio(slot: Int, frames: Int, sample: Int64, time: Nanos)
     /// The source failed and stopped (device gone, read error); the recording is finished.
     case sourceFailed(String)
+    /// The source has nothing more to deliver (end of a file): its media ends at `at` (the capture
+    /// time just past its last frame or sample). The recording stops there.
+    case ended(String, at: Nanos, isVideo: Bool)
 }
 
 /// Where a capture thread delivers. Live sources must never block: `offer` drops when the
@@ -23,6 +26,8 @@ public protocol MediaSink: Sendable {
 public protocol CaptureSource: AnyObject, Sendable {
     var pool: FramePool { get }
     var description: String { get }
+    /// True once the capture thread has exited: nothing more will be delivered.
+    var hasExited: Bool { get }
     /// Samples that had to be dropped because the pipeline was behind (no free slot).
     var dropped: Int64 { get }
     func start(at t0: Nanos, sink: any MediaSink)
@@ -43,6 +48,8 @@ open class CaptureThread: @unchecked Sendable {
     init(pool: FramePool, name: String) { self.pool = pool; self.name = name }
 
     public var dropped: Int64 { monitor.withLock { dropCount } }
+    /// True once the capture thread has exited (stopped, failed, or reached the end of a file).
+    public var hasExited: Bool { monitor.withLock { done } }
     var isStopping: Bool { monitor.withLock { stopping } }
     func countDrop() { monitor.withLock { dropCount += 1 } }
 

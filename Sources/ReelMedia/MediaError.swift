@@ -22,3 +22,9 @@ func checkAV(_ rc: Int32, _ what: @autoclosure () -> String) throws(MediaError) 
     if rc < 0 { throw MediaError("\(what()): \(avErrorText(rc))") }
     return rc
 }
+
+/// FFmpeg's log level is process-wide; the daemon keeps FFmpeg to warnings and errors (its info
+/// lines, such as the AAC encoder's "Qavg", are noise in the journal).
+public enum FFmpegLog {
+    public static func warningsOnly() { av_log_set_level(AV_LOG_WARNING) }
+}

@@ -1,7 +1,7 @@
 internal import CYUV
 import ReelCore
 
-/// Converts one tightly packed source frame (yuyv, uyvy, i420, nv12) into an I420 buffer it owns, with libyuv.
+/// Converts one tightly packed source frame (yuyv, uyvy, i420, nv12, i422) into an I420 buffer it owns, with libyuv.
 public final class PixelConverter {
     public let width: Int
     public let height: Int
@@ -37,6 +37,10 @@ public final class PixelConverter {
             rc = I420Copy(s, w, su, cw, sv, cw, y, w, u, cw, v, cw, w, h)
         case .nv12:
             rc = NV12ToI420(s, w, s + width * height, w, y, w, u, cw, v, cw, w, h)  // Safe: size checked above.
+        case .i422:
+            // Safe: src.count == w*h*2 was checked above: Y (w*h), then U and V of (w/2)*h each.
+            let su = s + width * height, sv = su + (width / 2) * height
+            rc = I422ToI420(s, w, su, cw, sv, cw, y, w, u, cw, v, cw, w, h)
         }
         guard rc == 0 else { throw MediaError("libyuv failed to convert a \(width)x\(height) \(format) frame (code \(rc))") }
         return I420Frame(y: y, u: u, v: v, strideY: width, strideU: width / 2, strideV: width / 2, width: width, height: height)

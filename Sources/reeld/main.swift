@@ -108,13 +108,21 @@ struct Reeld: ParsableCommand {
         switch video {
         case "test": v = .test(vf)
         case "none": v = .none
-        default: throw ValidationError("unsupported --video '\(video)' (use 'test' or 'none')")
+        case _ where video.hasPrefix("y4m:"):
+            let path = String(video.dropFirst(4))
+            guard case let .video(f) = try probe(path, video: true).content else { throw ValidationError("\(path) holds no video") }
+            v = .y4m(path: path, f)
+        default: throw ValidationError("unsupported --video '\(video)' (use 'test', 'y4m:PATH' or 'none')")
         }
         let a: RecorderConfig.Audio
         switch audio {
         case "test": a = .test(af, skewPpm: testAudioSkewPpm)
         case "none": a = .none
-        default: throw ValidationError("unsupported --audio '\(audio)' (use 'test' or 'none')")
+        case _ where audio.hasPrefix("wav:"):
+            let path = String(audio.dropFirst(4))
+            guard case let .audio(f) = try probe(path, video: false).content else { throw ValidationError("\(path) holds no audio") }
+            a = .wav(path: path, f)
+        default: throw ValidationError("unsupported --audio '\(audio)' (use 'test', 'wav:PATH' or 'none')")
         }
         if case .none = v, case .none = a { throw ValidationError("--video none and --audio none: nothing to record") }
         var h264 = H264Settings()
@@ -126,6 +134,12 @@ struct Reeld: ParsableCommand {
         return RecorderConfig(outputDir: dir, video: v, audio: a, paced: !unpaced, h264: h264, aac: aac, driftLock: driftLock)
     }
 
+    /// Opens a source file once to learn its format; a bad file is a startup error naming it.
+    private func probe(_ path: String, video: Bool) throws -> MediaFileReader {
+        do { return try MediaFileReader(path: path, video: video) }
+        catch { throw ValidationError("\(error)") }
+    }
+
     func run() throws {
         let env = ProcessInfo.processInfo.environment
         let level = Logger.Level(rawValue: logLevel) ?? .info
@@ -133,6 +147,7 @@ struct Reeld: ParsableCommand {
         LoggingSystem.bootstrap { _ in ReelLogHandler(level: level, journal: journal) }
         let logger = Logger(label: "reeld")
         signal(SIGPIPE, SIG_IGN)
+        FFmpegLog.warningsOnly()
 
         let config = try makeConfig()
         let notifier = Notifier(environment: env)

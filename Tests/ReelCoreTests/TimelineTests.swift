@@ -163,4 +163,19 @@ final class TimelineTests: XCTestCase {
         XCTAssertEqual(a.nextAudioAction(), .drop(500))
         XCTAssertTrue(a.isFinished)
     }
+
+    func testAFutureStopWaitsForItsFrameAndAudioIsDecidedUpToIt() {
+        // A scheduled stop (one-shot recordings, a file's end) lies ahead of the media position.
+        let af = AudioFormat(sampleRate: 1000, channels: 1)
+        var tl = Timeline(start: 0, hasVideo: true, audio: af)
+        XCTAssertEqual(tl.video(at: 0), .keep(outputTime: 0))
+        try! tl.request(.stop, at: 2000 * ms)
+        XCTAssertEqual(tl.video(at: 1000 * ms), .keep(outputTime: 1000 * ms))
+        tl.audioArrived(count: 3000, captureTime: 0)
+        XCTAssertEqual(tl.nextAudioAction(), .keep(2000)) // nothing can cut before the pending stop
+        XCTAssertNil(tl.nextAudioAction())
+        XCTAssertEqual(tl.video(at: 2000 * ms), .drop)
+        XCTAssertEqual(tl.nextAudioAction(), .drop(1000))
+        XCTAssertTrue(tl.isFinished)
+    }
 }

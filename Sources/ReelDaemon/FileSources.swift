@@ -1,0 +1,105 @@
+import ReelCore
+import ReelMedia
+
+/// `--video y4m:PATH`: frames from a YUV4MPEG2 file (4:2:0 or 4:2:2), frame n stamped T0 + n/fps,
+/// paced in real time or delivered as fast as the pipeline takes them. The end of the file ends
+/// the recording (`.ended`).
+public final class FileVideoSource: CaptureThread, CaptureSource, @unchecked Sendable {
+    public let format: VideoFormat
+    public let paced: Bool
+    // The reader is used only by the capture thread once started (and by init before that).
+    private let reader: MediaFileReader
+
+    public init(path: String, paced: Bool, poolSlots: Int = 8) throws {
+        reader = try MediaFileReader(path: path, video: true)
+        guard case let .video(f) = reader.content else { throw RecorderFailure("\(path) holds no video") }
+        format = f
+        self.paced = paced
+        super.init(pool: FramePool(slots: poolSlots, slotBytes: f.pixelFormat.frameBytes(width: f.width, height: f.height)),
+                   name: "reel-video-file")
+    }
+    public var description: String {
+        "y4m:\(reader.path) \(format.width)x\(format.height) \(format.fps) \(format.pixelFormat.rawValue)\(paced ? "" : " unpaced")"
+    }
+
+    public func start(at t0: Nanos, sink: any MediaSink) {
+        launch { [self] in
+            var n: Int64 = 0
+            while !isStopping {
+                let t = t0 + format.frameTime(n)
+                if paced { SystemClock.sleep(until: t) }
+                guard let slot = paced ? pool.tryAcquire() : pool.acquire() else {
+                    if isStopping { break }
+                    countDrop(); n += 1; continue
+                }
+                do {
+                    guard try reader.readVideoFrame(into: pool.buffer(slot)) else {
+                        pool.release(slot)
+                        _ = sink.deliver(.ended("end of \(reader.path) after \(n) frames", at: t, isVideo: true), wait: true)
+                        break
+                    }
+                } catch {
+                    pool.release(slot)
+                    _ = sink.deliver(.sourceFailed("\(error)"), wait: true)
+                    break
+                }
+                if !sink.deliver(.video(slot: slot, time: t), wait: !paced) {
+                    pool.release(slot)
+                    if isStopping { break }
+                    countDrop()
+                }
+                n += 1
+            }
+        }
+    }
+}
+
+/// `--audio wav:PATH`: 16-bit PCM from a WAV file in 10 ms chunks, sample m stamped T0 + m/rate.
+public final class FileAudioSource: CaptureThread, CaptureSource, @unchecked Sendable {
+    public let format: AudioFormat
+    public let paced: Bool
+    // The reader is used only by the capture thread once started (and by init before that).
+    private let reader: MediaFileReader
+
+    public init(path: String, paced: Bool, poolSlots: Int = 64) throws {
+        reader = try MediaFileReader(path: path, video: false)
+        guard case let .audio(f) = reader.content else { throw RecorderFailure("\(path) holds no audio") }
+        format = f
+        self.paced = paced
+        super.init(pool: FramePool(slots: poolSlots, slotBytes: (f.sampleRate / 100 + 1) * f.channels * 2), name: "reel-audio-file")
+    }
+    public var description: String { "wav:\(reader.path) \(format.sampleRate) Hz \(format.channels) ch\(paced ? "" : " unpaced")" }
+
+    public func start(at t0: Nanos, sink: any MediaSink) {
+        launch { [self] in
+            var m: Int64 = 0
+            let chunk = format.sampleRate / 100
+            while !isStopping {
+                if paced { SystemClock.sleep(until: t0 + format.sampleTime(m + Int64(chunk))) }
+                guard let slot = paced ? pool.tryAcquire() : pool.acquire() else {
+                    if isStopping { break }
+                    countDrop(); m += Int64(chunk); continue
+                }
+                let n: Int
+                do {
+                    n = try reader.readAudio(into: pool.buffer(slot).baseAddress!.assumingMemoryBound(to: Int16.self), maxFrames: chunk)
+                } catch {
+                    pool.release(slot)
+                    _ = sink.deliver(.sourceFailed("\(error)"), wait: true)
+                    break
+                }
+                if n == 0 {
+                    pool.release(slot)
+                    _ = sink.deliver(.ended("end of \(reader.path) after \(m) samples", at: t0 + format.sampleTime(m), isVideo: false), wait: true)
+                    break
+                }
+                if !sink.deliver(.audio(slot: slot, frames: n, sample: m, time: t0 + format.sampleTime(m)), wait: !paced) {
+                    pool.release(slot)
+                    if isStopping { break }
+                    countDrop()
+                }
+                m += Int64(n)
+            }
+        }
+    }
+}

@@ -85,8 +85,6 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private var audioReceived: Int64 = 0
     private var audioFilled: Int64 = 0
     private var sourceFailure: String?
-    /// Where an audio file ended, in media time, while video still runs.
-    private var audioEndsAt: Nanos?
     private var stopResolvedAt: Nanos?
 
     init(config: RecorderConfig, partPath: String, finalPath: String, logger: Logger) throws {
@@ -209,7 +207,6 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             }
         case let .media(.video(slot, time)):
             defer { videoSource!.pool.release(slot) }
-            if let end = audioEndsAt, time >= end, timeline.phase != .stopped { _ = try? timeline.request(.stop, at: end) }
             guard case let .keep(out) = timeline.video(at: time), let h264, let converter else { return }
             let frame = try converter.convert(UnsafeRawBufferPointer(videoSource!.pool.buffer(slot)))
             var pts = rescale(out, h264.timeBase.den, nanosPerSecond * h264.timeBase.num)
@@ -241,19 +238,14 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         case let .media(.sourceFailed(msg)):
             sourceFailure = msg
         case let .media(.ended(msg, at, isVideo)):
-            // A file ran out: the recording ends where the first stream ends, in media time.
+            // A file ran out. Video defines the frame grid, so the video's end ends the recording
+            // (audio alone: the audio's end); a shorter audio file is completed with silence, as
+            // for a microphone that stops delivering, and a longer one is cut at the stop.
+            guard isVideo || videoSource == nil else { logger.notice("\(msg) (\(partPath))"); return }
             logger.notice("\(msg); the recording ends there (\(partPath))")
-            if isVideo || videoSource == nil {
-                let end = min(at, audioEndsAt ?? at)
-                if timeline.phase != .stopped { _ = try? timeline.request(.stop, at: end) }
-                // No frame will come past the end to resolve the stop on: resolve it now.
-                timeline.advance(to: max(end, timeline.horizon) + timeline.unresolvedTimeout)
-            } else {
-                // Audio ended first in wall-clock time; video may still end earlier in media time.
-                // The video stream acts on it (below), so no future stop is pending meanwhile and
-                // audio is never decided past what video has reached.
-                audioEndsAt = at
-            }
+            if timeline.phase != .stopped { _ = try? timeline.request(.stop, at: at) }
+            // No frame will come past the end to resolve the stop on: resolve it now.
+            timeline.advance(to: max(at, timeline.horizon) + timeline.unresolvedTimeout)
         }
     }
 

@@ -108,3 +108,23 @@ def build(workdir, name, spans, *, width=320, height=180, fps=15, rate=48000, ch
     os.unlink(vpath)
     os.unlink(apath)
     return out
+
+
+def write_source_files(workdir, seconds, *, width=320, height=180, fps=15, rate=48000, channels=1):
+    """The synthetic sources as files reeld can read: `src.y4m` (yuv420p, frames 0..) and
+    `src.wav` (S16 PCM, samples 0..), each `seconds` long. Returns their paths."""
+    fps = Fraction(fps)
+    y4m = os.path.join(workdir, "src.y4m")
+    with open(y4m, "wb") as f:
+        f.write(f"YUV4MPEG2 W{width} H{height} F{fps.numerator}:{fps.denominator} Ip A1:1 C420jpeg\n".encode())
+        for n in range(int(seconds * fps)):
+            f.write(b"FRAME\n")
+            f.write(video_frame_yuv420p(n, width, height, fps))
+    import wave
+    wav = os.path.join(workdir, "src.wav")
+    with wave.open(wav, "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(audio_samples(0, int(seconds * rate), rate, channels).tobytes())
+    return y4m, wav

@@ -1,0 +1,51 @@
+"""File sources: reeld records a Y4M + WAV pair holding the contract's signals (made here with
+numpy, independently of reeld), unpaced, and the oracle checks the file: every source frame
+and sample arrives once, in sync, and the recording ends where the shorter stream ends."""
+
+import json
+import os
+
+import reel_verify as rv
+import synth
+
+
+def record_files(reeld, tmp_path, name, seconds, wav_seconds=None, **fmt):
+    y4m, wav = synth.write_source_files(str(tmp_path), seconds, **fmt)
+    if wav_seconds is not None:  # a shorter audio file
+        os.makedirs(tmp_path / "short")
+        _, wav = synth.write_source_files(str(tmp_path / "short"), wav_seconds, **fmt)
+    r = reeld(name, video=f"y4m:{y4m}", audio=f"wav:{wav}", unpaced=True)
+    r.notifications.clear()
+    r.ctl("start", "--name", name)
+    # The recording ends by itself at the end of the files: reeld reports "idle" over sd_notify.
+    assert r.wait_notify("STATUS=idle", 60), f"recording did not finish\n{r.log_tail()}"
+    status = json.loads(r.ctl("status", "--json").out)
+    assert status["state"] == "idle" and status["lastError"] is None, status
+    final = status["lastFile"]
+    assert final.endswith(f"{name}.mp4") and os.path.exists(final)
+    return final
+
+
+def test_y4m_and_wav_are_recorded_whole_and_in_sync(reeld, tmp_path):
+    final = record_files(reeld, tmp_path, "files", 4, width=320, height=180, fps=15, rate=48000)
+    rep = rv.analyze(final)
+    problems = rv.defects(rep)
+    assert not problems, problems
+    v = rep["video"]
+    assert v["frame_count"] == 60, v["frame_count"]            # every frame of the file, once
+    assert len(rep["segments"]) == 1 and rep["segments"][0]["first_ms"] == 0
+    assert len(rep["sync"]["pairs"]) == 3 and rep["sync"]["max_abs_offset_ms"] < 1.0, rep["sync"]
+
+
+def test_the_video_end_ends_the_recording_and_short_audio_is_padded(reeld, tmp_path):
+    """Video defines the frame grid: its end is the recording's end. An audio file 1.5 s shorter
+    is completed with silence (as for a microphone that stops), so both streams end together."""
+    final = record_files(reeld, tmp_path, "short-audio", 4, wav_seconds=2.5, width=320, height=180, fps=15)
+    rep = rv.analyze(final)
+    assert rep["errors"] == [], rep["errors"]
+    v, a, sy = rep["video"], rep["audio"], rep["sync"]
+    assert v["frame_count"] == 60 and v["pts_grid_error_count"] == 0
+    assert abs(a["start"] + a["duration"] - v["duration"]) * 48000 <= 1024
+    # Beeps 1 and 2 are in the audio file and sit on their flashes; flash 3 comes after its end.
+    assert [round(p["t"]) for p in sy["pairs"]] == [1, 2] and sy["max_abs_offset_ms"] < 1.0, sy
+    assert len(sy["unpaired_flashes"]) == 1, sy["unpaired_flashes"]

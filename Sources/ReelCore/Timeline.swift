@@ -142,6 +142,13 @@ public struct Timeline: Sendable {
         return phase
     }
 
+    /// The video stream has ended at `t` (just past its last frame): no frame will ever resolve a
+    /// pending cut, so each resolves at `t` (a cut scheduled later than the end lands on it).
+    public mutating func videoEnded(at t: Nanos) {
+        horizon = max(horizon, t)
+        while firstUnresolved < cuts.count { resolve(firstUnresolved, at: t) }
+    }
+
     /// Tells the timeline that no request will ever come earlier than `t` (the pipeline passes
     /// CLOCK_MONOTONIC now in paced mode). Resolves requests that waited too long for a frame.
     public mutating func advance(to t: Nanos) {

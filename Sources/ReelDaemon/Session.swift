@@ -85,10 +85,16 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private var audioReceived: Int64 = 0
     private var audioFilled: Int64 = 0
     private var sourceFailure: String?
+    private var failureHandled = false
     private var stopResolvedAt: Nanos?
 
-    init(config: RecorderConfig, partPath: String, finalPath: String, logger: Logger) throws {
+    /// Requests at fixed source times (ns after T0), applied before the pipeline starts.
+    private let schedule: [(Timeline.Request, Nanos)]
+
+    init(config: RecorderConfig, partPath: String, finalPath: String, logger: Logger,
+         schedule: [(Timeline.Request, Nanos)] = []) throws {
         self.config = config
+        self.schedule = schedule
         self.partPath = partPath
         self.finalPath = finalPath
         self.logger = logger
@@ -133,6 +139,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     func start() {
         let t0 = SystemClock.now()
         timeline = Timeline(start: t0, hasVideo: videoSource != nil, audio: config.audioFormat)
+        for (r, at) in schedule { _ = try? timeline.request(r, at: t0 + at) }
         let thread = Thread { [self] in run() }
         thread.name = "reel-pipeline"
         thread.start()
@@ -164,11 +171,12 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
                 if config.paced { timeline.advance(to: SystemClock.now()) }
                 if let event { try handle(event) }
                 try drainAudio()
-                if let msg = sourceFailure, timeline.phase != .stopped {
+                if let msg = sourceFailure, !failureHandled {
+                    failureHandled = true
                     logger.error("\(msg); finishing the recording \(partPath)")
-                    _ = try? timeline.request(.stop, at: timeline.horizon)
-                    // No more frames may come to resolve the stop on the frame grid: resolve it now.
-                    timeline.advance(to: timeline.horizon + timeline.unresolvedTimeout)
+                    if timeline.phase != .stopped { _ = try? timeline.request(.stop, at: timeline.horizon) }
+                    // A video source that failed delivers no frame to resolve cuts on.
+                    if videoSource?.hasExited == true { timeline.videoEnded(at: timeline.horizon) }
                 }
                 // Status is published at most every 100 ms (and on every request), not per frame.
                 let now = SystemClock.now()
@@ -244,8 +252,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             guard isVideo || videoSource == nil else { logger.notice("\(msg) (\(partPath))"); return }
             logger.notice("\(msg); the recording ends there (\(partPath))")
             if timeline.phase != .stopped { _ = try? timeline.request(.stop, at: at) }
-            // No frame will come past the end to resolve the stop on: resolve it now.
-            timeline.advance(to: max(at, timeline.horizon) + timeline.unresolvedTimeout)
+            if isVideo { timeline.videoEnded(at: at) } else { timeline.advance(to: at + timeline.unresolvedTimeout) }
         }
     }
 

@@ -178,4 +178,22 @@ final class TimelineTests: XCTestCase {
         XCTAssertEqual(tl.nextAudioAction(), .drop(1000))
         XCTAssertTrue(tl.isFinished)
     }
+
+    func testEndOfVideoResolvesEveryPendingCutAtTheEnd() {
+        // A one-shot schedule: pause at 2 s, resume at 3 s, stop at 10 s; the file ends at 2.5 s.
+        let af = AudioFormat(sampleRate: 1000, channels: 1)
+        var tl = Timeline(start: 0, hasVideo: true, audio: af)
+        try! tl.request(.pause, at: 2000 * ms)
+        try! tl.request(.resume, at: 3000 * ms)
+        try! tl.request(.stop, at: 10000 * ms)
+        let vf = VideoFormat(width: 64, height: 36, fps: Rational(30), pixelFormat: .yuyv)
+        for n: Int64 in 0..<75 { _ = tl.video(at: vf.frameTime(n)) }  // frames up to 2.467 s
+        tl.audioArrived(count: 2500, captureTime: 0)
+        tl.videoEnded(at: 2_500_000_000)
+        XCTAssertTrue(tl.isStopResolved)
+        XCTAssertEqual(tl.nextAudioAction(), .keep(2000))   // up to the pause (frame 60, 2.000 s)
+        XCTAssertEqual(tl.nextAudioAction(), .drop(500))
+        XCTAssertTrue(tl.isFinished)
+        XCTAssertEqual(tl.segments.map(\.end), [2000 * ms, 2500 * ms]) // the resumed span is empty
+    }
 }

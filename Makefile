@@ -1,14 +1,14 @@
-# Reel: make demo | make test | make build | make install (later) | make clean
+# Reel: make demo | make test | make build | make bench | make clean
 # Works on a fresh Debian 12 machine: missing Debian packages are installed with apt-get.
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
-.PHONY: deps build build-debug test unit e2e demo clean
+.PHONY: deps build build-debug test unit e2e demo bench clean
 
 PYTHON ?= /usr/bin/python3
 SWIFT ?= swift
 RELEASE_BIN := $(CURDIR)/.build/release
 DEB_PACKAGES := pkg-config libx264-dev libavformat-dev libavcodec-dev libavutil-dev libswresample-dev \
-                libyuv-dev ffmpeg python3 python3-numpy python3-pytest
+                libyuv-dev ffmpeg x264 python3 python3-numpy python3-pytest
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Installs only what is missing (dpkg-query), so a second run costs nothing.
@@ -38,6 +38,10 @@ test: unit e2e
 
 demo: build
 	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) scripts/demo.py
+
+# A benchmark, not a test: Reel vs ffmpeg vs x264 alone on the same input; prints ratios.
+bench: build
+	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) scripts/bench.py
 
 clean:
 	rm -rf .build demo-out

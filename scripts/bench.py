@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""make bench: Reel against ffmpeg and x264 alone on the same input, in the same run.
+
+For each size (640x360, 1280x720, 1920x1080): a 20 s 30 fps 4:2:2 Y4M of the synthetic video
+pattern and a WAV of the synthetic beeps (made once, cached in .build/bench/). The commands run
+alternately, ROUNDS times each:
+  reel:   reeld record --unpaced --preset veryfast --video y4m:in.y4m --audio wav:in.wav
+  ffmpeg: ffmpeg -i in.y4m -i in.wav -c:v libx264 -preset veryfast -pix_fmt yuv420p -c:a aac
+  x264:   x264 --preset veryfast on the same frames already in I420 (video only)
+Printed: median wall time, CPU seconds and peak RSS of each, and the ratios. Then the control
+socket: round-trip p50/p99 over 1000 `status` requests while recording 720p30 (paced).
+
+This is a benchmark, not a test: targets are printed beside the measurements, never asserted.
+"""
+
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "Tests", "e2e"))
+
+import synth  # noqa: E402
+from reel_harness import Reeld  # noqa: E402
+
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+SECONDS = int(os.environ.get("BENCH_SECONDS", "20"))
+SIZES = [s for s in os.environ.get("BENCH_SIZES", "1280x720,640x360,1920x1080").split(",") if s]
+CACHE = os.path.join(REPO, ".build", "bench")
+
+
+def inputs(size):
+    """(in422.y4m, in420.y4m, in.wav) for `size`, generated once."""
+    w, h = map(int, size.split("x"))
+    d = os.path.join(CACHE, f"{size}-{SECONDS}s")
+    y422, y420, wav = (os.path.join(d, n) for n in ("in422.y4m", "in420.y4m", "in.wav"))
+    if all(os.path.exists(p) for p in (y422, y420, wav)):
+        return y422, y420, wav
+    os.makedirs(d, exist_ok=True)
+    print(f"making {SECONDS} s of {size} synthetic input in {d} ...", flush=True)
+    src420, src_wav = synth.write_source_files(d, SECONDS, width=w, height=h, fps=30, rate=48000)
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-i", src420, "-pix_fmt", "yuv422p", "-strict", "-1", y422], check=True)
+    os.replace(src420, y420)
+    os.replace(src_wav, wav)
+    return y422, y420, wav
+
+
+def measure(argv):
+    """Runs argv; returns (wall s, cpu s, peak RSS MiB)."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+    err = p.stderr.read().decode(errors="replace")
+    p.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed: {' '.join(argv)}\n{err[-2000:]}")
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+
+
+def bench_size(bindir, size):
+    y422, y420, wav = inputs(size)
+    out = tempfile.mkdtemp(prefix="reel-bench-")
+    cmds = {
+        "reel": lambda i: [os.path.join(bindir, "reeld"), "record", "--unpaced", "--preset", "veryfast",
+                           "--video", f"y4m:{y422}", "--audio", f"wav:{wav}", "--output", f"{out}/reel{i}.mp4"],
+        "ffmpeg": lambda i: ["ffmpeg", "-v", "error", "-y", "-i", y422, "-i", wav, "-c:v", "libx264",
+                             "-preset", "veryfast", "-pix_fmt", "yuv420p", "-c:a", "aac", f"{out}/ffmpeg{i}.mp4"],
+        "x264": lambda i: ["x264", "--quiet", "--preset", "veryfast", "-o", f"{out}/x264{i}.264", y420],
+    }
+    results = {k: [] for k in cmds}
+    for i in range(ROUNDS):
+        for name, make in cmds.items():
+            results[name].append(measure(make(i)))
+    shutil.rmtree(out, ignore_errors=True)
+    med = {k: tuple(statistics.median(r[j] for r in v) for j in range(3)) for k, v in results.items()}
+    frames = SECONDS * 30
+    print(f"\n{size}, {SECONDS} s at 30 fps ({frames} frames), median of {ROUNDS}:")
+    print(f"  {'':8} {'wall s':>8} {'fps':>8} {'CPU s':>8} {'peak RSS MiB':>13}")
+    for k, (wall, cpu, rss) in med.items():
+        print(f"  {k:8} {wall:8.2f} {frames / wall:8.1f} {cpu:8.2f} {rss:13.1f}")
+    r, f, x = med["reel"], med["ffmpeg"], med["x264"]
+    print(f"  throughput reel/ffmpeg {f[0] / r[0]:.2f}x (target >= 1.25 at 720p), "
+          f"reel/x264 {x[0] / r[0]:.2f}x (target >= 0.95 at 720p); "
+          f"peak RSS reel/ffmpeg {r[2] / f[2]:.2f} (target <= 1.00)")
+    return med
+
+
+def bench_control(bindir):
+    r = Reeld(bindir, {"size": "1280x720", "fps": "30"}, "bench")
+    try:
+        r.ctl("start", "--name", "bench")
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(r.socket)
+        f = s.makefile("rwb", buffering=0)
+        rtts = []
+        for i in range(1000):
+            t0 = time.monotonic_ns()
+            f.write(json.dumps({"v": 1, "id": i, "cmd": "status"}).encode() + b"\n")
+            reply = json.loads(f.readline())
+            rtts.append((time.monotonic_ns() - t0) / 1e6)
+            assert reply["ok"], reply
+        s.close()
+        r.ctl("stop")
+    finally:
+        r.terminate()
+        r.close()
+    rtts.sort()
+    p50, p99 = rtts[len(rtts) // 2], rtts[int(len(rtts) * 0.99) - 1]
+    print(f"\ncontrol socket while recording 1280x720 30 fps: status round trip p50 {p50:.3f} ms, "
+          f"p99 {p99:.3f} ms over 1000 requests (target p99 <= 5 ms)")
+
+
+def main():
+    bindir = os.environ.get("REEL_BIN_DIR") or os.path.join(REPO, ".build", "release")
+    print(f"machine: {os.cpu_count()} cores; {subprocess.run(['uname', '-sr'], capture_output=True, text=True).stdout.strip()}")
+    for size in SIZES:
+        bench_size(bindir, size)
+    bench_control(bindir)
+
+
+if __name__ == "__main__":
+    main()

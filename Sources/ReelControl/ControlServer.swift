@@ -62,7 +62,8 @@ public final class ControlServer: Sendable {
             do {
                 try Sys.chmod(path, 0o660)
                 identity = try Sys.socketIdentity(path)
-                try Sys.listen(fd, backlog: 64)
+                // A burst of clients must queue, not fail with EAGAIN: the kernel caps this at net.core.somaxconn.
+                try Sys.listen(fd, backlog: SOMAXCONN)
             } catch {
                 try? Sys.unlink(path)
                 throw SocketError(.cannotListen, path: path, underlying: error, "cannot listen on \(path): \(error)")
@@ -283,6 +284,9 @@ private final class Connection {
     var endOfInput = false
     var closeWhenFlushed = false
     var requests = 0
+    /// Malformed requests: logged once, when the connection closes, so a hostile client cannot
+    /// flood the journal.
+    var malformed = 0
 
     init(id: UInt64, fd: Int32) {
         self.id = id
@@ -469,7 +473,8 @@ private final class IOLoop {
                     conn.inFlight = true
                     server.dispatch(request, connection: conn.id)
                 case .failure(let problem):
-                    logger.info("bad control request: \(problem.error.message)", metadata: ["conn": "\(conn.id)"])
+                    conn.malformed += 1
+                    logger.debug("bad control request: \(problem.error.message)", metadata: ["conn": "\(conn.id)"])
                     append(ControlServer.encode(.failure(problem.error, id: problem.id), logger: logger), to: conn)
                 }
             } else if conn.lineTooLong {
@@ -518,6 +523,10 @@ private final class IOLoop {
     func close(_ conn: Connection, why: String) {
         guard connections.removeValue(forKey: conn.id) != nil else { return }
         Sys.close(conn.fd)
+        if conn.malformed > 0 {
+            logger.info("a control client sent \(conn.malformed) malformed request(s) of \(conn.requests); each was answered with bad_request",
+                        metadata: ["conn": "\(conn.id)"])
+        }
         logger.debug("control client closed: \(why)",
                      metadata: ["conn": "\(conn.id)", "requests": "\(conn.requests)", "inFlight": "\(conn.inFlight)"])
     }

@@ -43,7 +43,10 @@ class Ctl:
 
 
 class Reeld:
-    def __init__(self, bindir, opts, name):
+    def __init__(self, bindir, opts, name, env=None, listen_fd=None, socket_arg=True):
+        """env: extra environment for reeld. listen_fd: a listening socket handed over as
+        fd 3 with LISTEN_FDS=1, LISTEN_PID=<reeld's pid> (systemd socket activation).
+        socket_arg=False leaves --socket off the command line."""
         self.bindir = bindir
         # AF_UNIX paths are limited to ~107 bytes: keep sockets in a short /tmp dir
         self.dir = tempfile.mkdtemp(prefix="reel-e2e-", dir="/tmp")
@@ -60,7 +63,7 @@ class Reeld:
              "pixel-format": "yuyv", "sample-rate": "48000", "channels": "1",
              "preset": "veryfast", "crf": "23", "test-audio-skew-ppm": "0"}
         o.update({k: str(v) for k, v in opts.items() if v is not None and v is not True})
-        self.argv = [os.path.join(bindir, "reeld"), "--socket", self.socket, "--output-dir", self.out_dir]
+        self.argv = [os.path.join(bindir, "reeld")] + (["--socket", self.socket] if socket_arg else []) + ["--output-dir", self.out_dir]
         for k, v in o.items():
             # a value that starts with '-' (a negative skew) goes as --key=value so
             # that an option parser cannot take it for a flag
@@ -69,10 +72,16 @@ class Reeld:
 
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notify.bind(self.notify_path)
-        env = dict(os.environ, NOTIFY_SOCKET=self.notify_path)
+        env = dict(os.environ, NOTIFY_SOCKET=self.notify_path, **(env or {}))
         self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self.log,
-                                     stderr=subprocess.STDOUT, env=env)
+        argv, extra = self.argv, {}
+        if listen_fd is not None:
+            # LISTEN_PID must be reeld's own pid: the shell exports its $$ and execs reeld in place.
+            env.update(LISTEN_FDS="1", LISTEN_FDNAMES="control")
+            argv = ["/bin/sh", "-c", 'LISTEN_PID=$$; export LISTEN_PID; exec "$0" "$@"'] + self.argv
+            extra = dict(pass_fds=(3,), preexec_fn=lambda: os.dup2(listen_fd, 3))
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log,
+                                     stderr=subprocess.STDOUT, env=env, **extra)
         if not self.wait_notify("READY=1", READY_TIMEOUT):
             raise AssertionError(f"reeld sent no READY=1 within {READY_TIMEOUT} s "
                                  f"(exit status {self.proc.poll()})\n{self.log_tail()}")
@@ -93,8 +102,28 @@ class Reeld:
             elif exited or left <= 0:
                 return False
 
-    def ctl(self, *args, expect_ok=True):
-        argv = [os.path.join(self.bindir, "reelctl"), "--socket", self.socket, *args]
+    def wait_notify_after(self, index, pred, timeout):
+        """Wait for a notify datagram, at position `index` or later in self.notifications,
+        with a line for which pred(line) holds. Returns that line, or None on timeout/exit."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for m in self.notifications[index:]:
+                for line in m.split("\n"):
+                    if pred(line):
+                        return line
+            index = len(self.notifications)
+            left = deadline - time.monotonic()
+            exited = self.proc.poll() is not None
+            wait = 0 if exited else max(0.0, min(left, 0.5))
+            r, _, _ = select.select([self.notify], [], [], wait)
+            if r:
+                self.notifications.append(self.notify.recv(4096).decode("utf-8", "replace"))
+            elif exited or left <= 0:
+                return None
+
+    def ctl(self, *args, expect_ok=True, prefix=()):
+        """prefix: argv to run reelctl under (e.g. setpriv to act as another user)."""
+        argv = [*prefix, os.path.join(self.bindir, "reelctl"), "--socket", self.socket, *args]
         t0 = time.monotonic()
         p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=CTL_TIMEOUT)

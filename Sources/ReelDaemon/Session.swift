@@ -13,6 +13,11 @@ public struct RecorderConfig: Sendable {
     public var paced: Bool
     public var h264: H264Settings
     public var aac: AACSettings
+    /// Refuse to start, and finish a recording, when the output file system has less free space (0: no check).
+    public var minFreeBytes: Int64 = 0
+    /// Program and arguments run after each completed recording, with the file's path appended (empty: none).
+    public var onFinish: [String] = []
+    public var onFinishTimeoutNs: Nanos = 300 * nanosPerSecond
     public init(outputDir: String, video: Video, audio: Audio, paced: Bool, h264: H264Settings, aac: AACSettings) {
         self.outputDir = outputDir; self.video = video; self.audio = audio; self.paced = paced; self.h264 = h264; self.aac = aac
     }
@@ -76,9 +81,15 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private var audioFilled: Int64 = 0
     private var sourceFailure: String?
     private var stopResolvedAt: Nanos?
+    // Liveness (Health.swift): registered in start(), removed when the pipeline finishes.
+    private let health: HealthMonitor?
+    private var pipelineBeat: Heartbeat?
+    private var videoBeat: Heartbeat?
+    private var audioBeat: Heartbeat?
 
-    init(config: RecorderConfig, partPath: String, finalPath: String, logger: Logger) throws {
+    init(config: RecorderConfig, partPath: String, finalPath: String, logger: Logger, health: HealthMonitor? = nil) throws {
         self.config = config
+        self.health = health
         self.partPath = partPath
         self.finalPath = finalPath
         self.logger = logger
@@ -118,6 +129,11 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     func start() {
         let t0 = SystemClock.now()
         timeline = Timeline(start: t0, hasVideo: videoSource != nil, audio: config.audioFormat)
+        if let health {
+            pipelineBeat = health.register("pipeline thread")
+            if videoSource != nil { videoBeat = health.register("video capture thread") }
+            if audioSource != nil { audioBeat = health.register("audio capture thread") }
+        }
         let thread = Thread { [self] in run() }
         thread.name = "reel-pipeline"
         thread.start()
@@ -127,7 +143,23 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
 
     // MediaSink, called on capture threads.
     func deliver(_ event: MediaEvent, wait: Bool) -> Bool {
-        wait ? queue.put(.media(event)) : queue.offer(.media(event))
+        let beat: Heartbeat?
+        switch event {
+        case .video: beat = videoBeat
+        case .audio: beat = audioBeat
+        case .sourceFailed: beat = nil
+        }
+        beat?.beat()
+        if TestHooks.freezeCapturePath != nil, beat != nil, beat === (videoBeat ?? audioBeat) { freezeForTest() }
+        return wait ? queue.put(.media(event)) : queue.offer(.media(event))
+    }
+
+    /// Test-only (REEL_TEST_FREEZE_CAPTURE): blocks this capture thread while the trigger file
+    /// exists, until the recording closes. Polls at 20 ms: a test hook, not synchronisation.
+    private func freezeForTest() {
+        guard TestHooks.freezeRequested() else { return }
+        logger.warning("test hook \(TestHooks.freezeCaptureVariable): freezing the capture thread")
+        while TestHooks.freezeRequested() && !queue.isClosed { SystemClock.sleep(until: SystemClock.now() + 20_000_000) }
     }
 
     /// Asks the pipeline for a pause, resume or stop at the current instant. Blocks briefly.
@@ -144,6 +176,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         var failure: String?
         do {
             while true {
+                pipelineBeat?.beat()
                 let event = queue.take(until: SystemClock.now() + 20_000_000)
                 if config.paced { timeline.advance(to: SystemClock.now()) }
                 if let event { try handle(event) }
@@ -275,6 +308,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     /// .part file (fragmented, so playable up to its last fragment) is still finalised if possible.
     private func finish(failure: String?) {
         queue.close()
+        for b in [pipelineBeat, videoBeat, audioBeat] { health?.unregister(b) }
         videoSource?.stop()
         audioSource?.stop()
         while let e = queue.take(until: 0) {

@@ -63,6 +63,8 @@ class Reeld:
              "pixel-format": "yuyv", "sample-rate": "48000", "channels": "1",
              "preset": "veryfast", "crf": "23", "test-audio-skew-ppm": "0"}
         o.update({k: str(v) for k, v in opts.items() if v is not None and v is not True})
+        for k in [k for k, v in opts.items() if v is False]:
+            o.pop(k, None)  # False: leave the flag off (so the config file or environment decides)
         self.argv = [os.path.join(bindir, "reeld")] + (["--socket", self.socket] if socket_arg else []) + ["--output-dir", self.out_dir]
         for k, v in o.items():
             # a value that starts with '-' (a negative skew) goes as --key=value so

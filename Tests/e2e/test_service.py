@@ -150,3 +150,69 @@ def test_on_finish_hook_runs_with_the_file(reeld):
         r.wait_notify_after(len(r.notifications), lambda l: False, 0.05)
     assert deadline_ok, r.log_tail()
     assert open(seen).read().strip() == final
+
+
+def probe_size(path):
+    out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height",
+                          "-of", "csv=p=0", path], capture_output=True, text=True, timeout=30).stdout.strip()
+    return out
+
+
+def test_sighup_rereads_config_for_the_next_recording_only(reeld):
+    d = tempfile.mkdtemp(prefix="reel-hup-", dir="/tmp")
+    conf = os.path.join(d, "reeld.toml")
+    with open(conf, "w") as f:
+        f.write('size = "320x240"\n')
+    r = reeld("hup", config=conf, size=False)
+    r.ctl("start", "--name", "before")
+    with open(conf, "w") as f:
+        f.write('size = "480x270"\n')
+    mark = len(r.notifications)
+    r.proc.send_signal(signal.SIGHUP)
+    assert r.wait_notify_after(mark, lambda l: l == "RELOADING=1", 5)
+    assert r.wait_notify_after(mark + 1, lambda l: l == "READY=1", 5)
+    first = r.ctl("stop").out.strip()
+    r.ctl("start", "--name", "after")
+    second = r.ctl("stop").out.strip()
+    assert probe_size(first) == "320,240", "SIGHUP changed the recording in progress"
+    assert probe_size(second) == "480,270", "SIGHUP did not apply to the next recording"
+    # A bad edit is reported and the previous configuration kept.
+    with open(conf, "w") as f:
+        f.write('size = "480x270"\nbogus = 1\n')
+    mark = len(r.notifications)
+    r.proc.send_signal(signal.SIGHUP)
+    assert r.wait_notify_after(mark + 1, lambda l: l == "READY=1", 5)
+    log = open(r.log_path, errors="replace").read()
+    assert f"configuration not reloaded, keeping the current one: {conf}:2: key 'bogus': unknown key" in log, log
+    os.unlink(conf)
+    os.rmdir(d)
+
+
+def run_check(bindir, *args, env=None):
+    return subprocess.run([os.path.join(bindir, "reeld"), "--check-config", *args], capture_output=True, text=True,
+                          timeout=30, env=dict(os.environ, **(env or {})))
+
+
+def test_check_config_precedence_and_errors(reel_bin_dir, tmp_path):
+    repo_conf = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "config", "reeld.toml")
+    ok = run_check(reel_bin_dir, "--config", repo_conf)
+    assert ok.returncode == 0, ok.stderr
+    assert re.search(r"^crf = 23  # .*reeld\.toml:\d+$", ok.stdout, re.M), ok.stdout
+    env = run_check(reel_bin_dir, "--config", repo_conf, env={"REEL_CRF": "30"})
+    assert "crf = 30  # environment REEL_CRF" in env.stdout
+    flag = run_check(reel_bin_dir, "--config", repo_conf, "--crf", "31", env={"REEL_CRF": "30"})
+    assert "crf = 31  # flag --crf" in flag.stdout
+    (tmp_path / "empty.toml").write_text("")
+    default = run_check(reel_bin_dir, "--config", str(tmp_path / "empty.toml"))
+    assert "crf = 23  # default" in default.stdout, default
+    for text, want in [('crf = 99\n', ":1: key 'crf': 99 is out of range (use 0 to 51)"),
+                       ('# c\nframerate = 30\n', ":2: key 'framerate': unknown key"),
+                       ('crf = "23"\n', ":1: key 'crf': expected an integer (no quotes), found a string"),
+                       ('video = "cam"\n', ":1: key 'video': unsupported --video 'cam'"),
+                       ('size = [\n', ":1: ")]:
+        p = tmp_path / "bad.toml"
+        p.write_text(text)
+        bad = run_check(reel_bin_dir, "--config", str(p))
+        assert bad.returncode == 1 and f"{p}{want}" in bad.stderr, (text, bad.stderr)
+    bad_env = run_check(reel_bin_dir, "--config", repo_conf, env={"REEL_CRF": "x"})
+    assert bad_env.returncode == 1 and "REEL_CRF (key 'crf'): 'x' is not an integer" in bad_env.stderr

@@ -64,7 +64,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
         case .controlUser: return .string("")
         case .minFreeMB: return .int(500)
         case .onFinish: return .strings([])
-        case .onFinishTimeout: return .int(300)
+        case .onFinishTimeout: return .int(120)
         }
     }
 
@@ -236,7 +236,14 @@ public struct DaemonSettings: Sendable {
                 case .stringOrInt: want = "an integer or a string"
                 case .strings: want = "an array of strings"
                 }
-                throw ConfigError.at(origin, key: key, "expected \(want), found a \(value.type)")
+                let found: String
+                switch value.type {
+                case .int: found = "an integer"
+                case .array: found = "an array"
+                case .table: found = "a table"
+                default: found = "a \(value.type)"
+                }
+                throw ConfigError.at(origin, key: key, "expected \(want), found \(found)")
             }
             try set(k, v, origin: origin)
         }

@@ -89,6 +89,18 @@ public enum Storage {
 /// Runs the `on_finish` program after a completed recording: posix_spawn, no shell, stdin from
 /// /dev/null, stdout/stderr to reeld's (the journal), killed after the timeout, status logged.
 public enum FinishHook {
+    /// Hooks still running, so shutdown can let them finish (systemd would kill them with reeld).
+    private static let running = Monitor()
+    nonisolated(unsafe) private static var runningCount = 0  // guarded by `running`
+
+    /// Waits until no hook is running (each is killed at its own timeout, so this is bounded).
+    public static func waitForRunning(logger: Logger) {
+        running.withLock {
+            if runningCount > 0 { logger.notice("waiting for \(runningCount) on_finish program(s) to finish") }
+            while runningCount > 0 { _ = running.wait(until: nil) }
+        }
+    }
+
     public static func run(_ argv: [String], file: String, timeoutNs: Nanos, logger: Logger) {
         guard let program = argv.first else { return }
         let args = argv + [file]
@@ -117,6 +129,7 @@ public enum FinishHook {
             return
         }
         let pid = spawned
+        running.withLock { runningCount += 1 }
         logger.info("on_finish: started \(program) \(file) (pid \(pid))", metadata: ["RECORDING": "\(file)"])
         let started = SystemClock.now()
         let done = Monitor()
@@ -145,6 +158,7 @@ public enum FinishHook {
             } else {
                 logger.error("on_finish: \(program) \(file) killed by signal \(status & 0x7f) after \(secs)", metadata: ["RECORDING": "\(file)"])
             }
+            running.withLock { runningCount -= 1; running.broadcast() }
         }
     }
 }

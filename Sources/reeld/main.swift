@@ -90,7 +90,7 @@ struct Reeld: ParsableCommand {
     @Option(name: .customLong("on-finish"), help: "Absolute path of a program run (no shell) after each completed recording with the file's path as its argument (default: none; arguments go in the config file).")
     var onFinish: String?
 
-    @Option(name: .customLong("on-finish-timeout"), help: "Seconds before the on_finish program is killed (default: 300).")
+    @Option(name: .customLong("on-finish-timeout"), help: "Seconds before the on_finish program is killed (default: 120).")
     var onFinishTimeout: Int?
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical (default: info).")
@@ -251,6 +251,7 @@ struct Reeld: ParsableCommand {
                 logger.notice("received \(sig == SIGTERM ? "SIGTERM" : "SIGINT"), shutting down")
                 notifier.send("STOPPING=1")
                 recorder.shutdown()
+                FinishHook.waitForRunning(logger: logger)
                 supervisor.stop()
                 server.shutdown()
                 Foundation.exit(0)

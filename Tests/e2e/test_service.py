@@ -7,6 +7,7 @@ timeouts bound how long an absence is observed."""
 import glob
 import os
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -134,22 +135,33 @@ def test_start_refused_below_min_free(reeld):
 def test_on_finish_hook_runs_with_the_file(reeld):
     d = tempfile.mkdtemp(prefix="reel-hook-", dir="/tmp")
     hook = os.path.join(d, "hook.sh")
-    seen = os.path.join(d, "seen")
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo)
     with open(hook, "w") as f:
-        f.write(f"#!/bin/sh\necho \"$1\" > {seen}.tmp && mv {seen}.tmp {seen}\nexit 3\n")
+        # Reports its argument through the FIFO (the test's event), then fails with status 3.
+        f.write(f'#!/bin/sh\nprintf "%s\\n" "$1" > {fifo}\nexit 3\n')
     os.chmod(hook, 0o755)
     r = reeld("hook", **{"on-finish": hook})
-    r.ctl("start", "--name", "hooked")
-    final = r.ctl("stop").out.strip()
-    # The hook's exit status is logged: wait for that line (the log is the event here).
-    deadline_ok = False
-    for _ in range(200):
-        if "exited with status 3" in open(r.log_path, errors="replace").read():
-            deadline_ok = True
-            break
-        r.wait_notify_after(len(r.notifications), lambda l: False, 0.05)
-    assert deadline_ok, r.log_tail()
-    assert open(seen).read().strip() == final
+    rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        r.ctl("start", "--name", "hooked")
+        final = r.ctl("stop").out.strip()
+        ready, _, _ = select.select([rfd], [], [], 30)
+        assert ready, "on_finish program not run within 30 s"
+        got = b""
+        while not got.endswith(b"\n"):
+            select.select([rfd], [], [], 5)
+            chunk = os.read(rfd, 4096)
+            if not chunk:
+                break
+            got += chunk
+        assert got.decode().strip() == final
+    finally:
+        os.close(rfd)
+    # reeld waits for a running hook on SIGTERM, so its exit status is in the log once reeld exits.
+    assert r.terminate() == 0
+    log = open(r.log_path, errors="replace").read()
+    assert re.search(r"on_finish: .*hook\.sh .*hooked\.mp4 exited with status 3", log), log
 
 
 def probe_size(path):

@@ -200,8 +200,19 @@ public struct DaemonSettings: Sendable {
 
     mutating func apply(file path: String) throws(ConfigError) {
         let text: String
-        do { text = try String(contentsOfFile: path, encoding: .utf8) }
-        catch { throw ConfigError("cannot read config file \(path): \((error as NSError).localizedDescription) (check the path and its permissions, or pass --config)") }
+        do {
+            let h = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+            defer { try? h.close() }
+            guard let t = String(data: try h.readToEnd() ?? Data(), encoding: .utf8) else {
+                throw ConfigError("config file \(path) is not UTF-8 text (save it as UTF-8)")
+            }
+            text = t
+        } catch let e as ConfigError {
+            throw e
+        } catch {
+            let why = access(path, F_OK) != 0 ? "no such file" : access(path, R_OK) != 0 ? "permission denied" : "\(error.localizedDescription)"
+            throw ConfigError("cannot read config file \(path): \(why) (check the path and its permissions, or pass --config)")
+        }
         filePath = path
         let table: TOMLTable
         do { table = try TOMLTable(string: text) }

@@ -228,3 +228,30 @@ def test_check_config_precedence_and_errors(reel_bin_dir, tmp_path):
         assert bad.returncode == 1 and f"{p}{want}" in bad.stderr, (text, bad.stderr)
     bad_env = run_check(reel_bin_dir, "--config", repo_conf, env={"REEL_CRF": "x"})
     assert bad_env.returncode == 1 and "REEL_CRF (key 'crf'): 'x' is not an integer" in bad_env.stderr
+
+
+def test_recording_finishes_cleanly_when_free_space_runs_low(reeld):
+    mnt = tempfile.mkdtemp(prefix="reel-tmpfs-", dir="/tmp")
+    m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", mnt], capture_output=True, text=True)
+    if m.returncode != 0:
+        os.rmdir(mnt)
+        pytest.skip(f"cannot mount a small tmpfs to run out of space in ({m.stderr.strip()}); needs root")
+    try:
+        r = reeld("lowspace", **{"output-dir": mnt, "min-free-mb": "20"})
+        r.ctl("start", "--name", "short")
+        assert r.wait_notify_after(0, lambda l: l == "STATUS=recording 00:00:01, 1 segment", 10)
+        st = os.statvfs(mnt)
+        with open(os.path.join(mnt, "filler"), "wb") as f:
+            f.truncate(0)
+            f.write(b"\0" * (st.f_bavail * st.f_frsize - 15_000_000))  # leave 15 MB < min_free_mb
+        line = r.wait_notify_after(0, lambda l: l.startswith("STATUS=idle; last error: free space in"), 10)
+        assert line and "below min_free_mb 20" in line, r.notifications
+        final = os.path.join(mnt, "short.mp4")
+        assert os.path.isfile(final) and not os.path.exists(final + ".part"), os.listdir(mnt)
+        dec = subprocess.run(["ffmpeg", "-v", "error", "-i", final, "-f", "null", "-"], capture_output=True, text=True, timeout=60)
+        assert dec.returncode == 0 and not dec.stderr.strip(), dec.stderr
+        assert r.status()["state"] == "idle"
+        r.terminate()
+    finally:
+        subprocess.run(["umount", "-l", mnt])
+        os.rmdir(mnt)

@@ -38,16 +38,26 @@ extension Sys {
         _ = try retrying("getsockopt(SO_PEERCRED)") { getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) }
         var groups = [UInt32](repeating: 0, count: 64)
         var glen = socklen_t(groups.count * MemoryLayout<UInt32>.size)
-        let got: Int32? = try? retrying("getsockopt(SO_PEERGROUPS)") {
-            // Unsafe: getsockopt writes at most glen bytes into the array's own storage.
-            groups.withUnsafeMutableBytes { getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, $0.baseAddress, &glen) }
+        var failure: SystemError?
+        do {
+            _ = try retrying("getsockopt(SO_PEERGROUPS)") {
+                // Unsafe: getsockopt writes at most glen bytes into the array's own storage.
+                groups.withUnsafeMutableBytes { getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, $0.baseAddress, &glen) }
+            }
+        } catch {
+            failure = error
+            if error.errno != ERANGE { glen = 0 }  // unsupported kernel: primary group only
         }
-        if got == nil, Glibc.errno == ERANGE {
+        if failure?.errno == ERANGE {
             // More than 64 groups: glen now holds the size needed.
             groups = [UInt32](repeating: 0, count: Int(glen) / MemoryLayout<UInt32>.size)
-            _ = try? retrying("getsockopt(SO_PEERGROUPS)") {
-                // Unsafe: as above, with the array resized to the size the kernel asked for.
-                groups.withUnsafeMutableBytes { getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, $0.baseAddress, &glen) }
+            do {
+                _ = try retrying("getsockopt(SO_PEERGROUPS)") {
+                    // Unsafe: as above, with the array resized to the size the kernel asked for.
+                    groups.withUnsafeMutableBytes { getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, $0.baseAddress, &glen) }
+                }
+            } catch {
+                glen = 0
             }
         }
         let count = min(groups.count, Int(glen) / MemoryLayout<UInt32>.size)

@@ -206,7 +206,8 @@ struct Reeld: ParsableCommand {
 
         let notifier = Notifier(environment: env)
         let watchdog = WatchdogEnvironment.timeoutNs(environment: env)
-        for v in ["WATCHDOG_USEC", "WATCHDOG_PID"] { unsetenv(v) }  // not for the on_finish hook
+        // The Notifier and watchdog have read these; the on_finish program must not inherit them.
+        for v in ["WATCHDOG_USEC", "WATCHDOG_PID", "NOTIFY_SOCKET"] { unsetenv(v) }
         let recorder = Recorder(config: config, logger: logger)
         let supervisor = Supervisor(notifier: notifier, health: recorder.health, watchdogNs: watchdog, logger: logger,
                                     statusLine: { recorder.statusLine() })

@@ -17,7 +17,7 @@ public struct RecorderConfig: Sendable {
     public var minFreeBytes: Int64 = 0
     /// Program and arguments run after each completed recording, with the file's path appended (empty: none).
     public var onFinish: [String] = []
-    public var onFinishTimeoutNs: Nanos = 300 * nanosPerSecond
+    public var onFinishTimeoutNs: Nanos = 120 * nanosPerSecond
     public init(outputDir: String, video: Video, audio: Audio, paced: Bool, h264: H264Settings, aac: AACSettings) {
         self.outputDir = outputDir; self.video = video; self.audio = audio; self.paced = paced; self.h264 = h264; self.aac = aac
     }

@@ -198,7 +198,7 @@ struct Reeld: ParsableCommand {
             return
         }
         let level = Logger.Level(rawValue: settings.string(.logLevel)) ?? .info
-        let journal = env["JOURNAL_STREAM"] != nil
+        let journal = JournalStream.isStderr(environment: env)
         LoggingSystem.bootstrap { _ in ReelLogHandler(level: level, journal: journal) }
         let logger = Logger(label: "reeld")
         signal(SIGPIPE, SIG_IGN)

@@ -146,3 +146,18 @@ final class StorageTests: XCTestCase {
         XCTAssertNil(try Storage.playablePrefix(path))
     }
 }
+
+final class JournalStreamTests: XCTestCase {
+    func testOnlyTheStreamSystemdConnectedCounts() throws {
+        let path = NSTemporaryDirectory() + "reel-journal-\(UUID().uuidString)"
+        let fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        defer { close(fd); unlink(path) }
+        var st = stat()
+        XCTAssertEqual(fstat(fd, &st), 0)
+        XCTAssertTrue(JournalStream.isStderr(environment: ["JOURNAL_STREAM": "\(st.st_dev):\(st.st_ino)"], fd: fd))
+        XCTAssertFalse(JournalStream.isStderr(environment: ["JOURNAL_STREAM": "\(st.st_dev):\(st.st_ino + 1)"], fd: fd))
+        XCTAssertFalse(JournalStream.isStderr(environment: ["JOURNAL_STREAM": "garbage"], fd: fd))
+        XCTAssertFalse(JournalStream.isStderr(environment: [:], fd: fd))
+    }
+}

@@ -255,3 +255,17 @@ def test_recording_finishes_cleanly_when_free_space_runs_low(reeld):
     finally:
         subprocess.run(["umount", "-l", mnt])
         os.rmdir(mnt)
+
+
+def test_activation_with_a_socket_that_does_not_listen_is_a_clear_error(reel_bin_dir, tmp_path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # bound but not listening
+    s.bind(str(tmp_path / "x.sock"))
+    try:
+        p = subprocess.run(["/bin/sh", "-c", 'LISTEN_PID=$$; export LISTEN_PID; exec "$0" "$@"',
+                            os.path.join(reel_bin_dir, "reeld"), "--output-dir", str(tmp_path / "out")],
+                           env=dict(os.environ, LISTEN_FDS="1", REEL_CONFIG="/dev/null"), pass_fds=(3,),
+                           preexec_fn=lambda: os.dup2(s.fileno(), 3), capture_output=True, text=True, timeout=30)
+    finally:
+        s.close()
+    assert p.returncode == 1, p
+    assert "inherited fd 3 is not a listening Unix stream socket (not listening): check ListenStream= in reeld.socket" in p.stderr, p.stderr

@@ -240,9 +240,8 @@ struct Reeld: ParsableCommand {
         }
         server.start()
         supervisor.start()
-        logger.notice("listening on \(listening) for \(policy.summary); recordings go to \(config.outputDir)")
-        notifier.send("READY=1\nSTATUS=idle")
-
+        // Signal handling is in place before READY=1: a reload or stop right after never kills
+        // reeld (SIGHUP's default action) or skips finishing a recording.
         let signals = DispatchQueue(label: "reel-signals")
         var sources: [DispatchSourceSignal] = []
         for sig in [SIGTERM, SIGINT] {
@@ -278,6 +277,8 @@ struct Reeld: ParsableCommand {
         }
         hup.resume()
         sources.append(hup)
+        logger.notice("listening on \(listening) for \(policy.summary); recordings go to \(config.outputDir)")
+        notifier.send("READY=1\nSTATUS=idle")
         withExtendedLifetime(sources) { dispatchMain() }
     }
 }

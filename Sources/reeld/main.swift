@@ -239,7 +239,6 @@ struct Reeld: ParsableCommand {
             throw ExitCode(1)
         }
         server.start()
-        supervisor.start()
         // Signal handling is in place before READY=1: a reload or stop right after never kills
         // reeld (SIGHUP's default action) or skips finishing a recording.
         let signals = DispatchQueue(label: "reel-signals")
@@ -279,6 +278,7 @@ struct Reeld: ParsableCommand {
         sources.append(hup)
         logger.notice("listening on \(listening) for \(policy.summary); recordings go to \(config.outputDir)")
         notifier.send("READY=1\nSTATUS=idle")
+        supervisor.start()  // after READY=1: the first WATCHDOG=1 follows it
         withExtendedLifetime(sources) { dispatchMain() }
     }
 }

@@ -1,14 +1,14 @@
-# Reel: make demo | make test | make build | make bench | make clean
+# Reel: make demo | make test | make build | make install | make bench | make clean
 # Works on a fresh Debian 12 machine: missing Debian packages are installed with apt-get.
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
-.PHONY: deps build build-debug test unit e2e demo bench clean
+.PHONY: deps build build-debug test unit e2e demo bench clean install install-files
 
 PYTHON ?= /usr/bin/python3
 SWIFT ?= swift
 RELEASE_BIN := $(CURDIR)/.build/release
 DEB_PACKAGES := pkg-config libx264-dev libavformat-dev libavcodec-dev libavutil-dev libswresample-dev \
-                libyuv-dev ffmpeg x264 python3 python3-numpy python3-pytest
+                libyuv-dev ffmpeg x264 python3 python3-numpy python3-pytest systemd
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Installs only what is missing (dpkg-query), so a second run costs nothing.
@@ -38,6 +38,41 @@ test: unit e2e
 
 demo: build
 	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) scripts/demo.py
+
+# Install layout. PREFIX=/usr/local: systemd, sysusers and tmpfiles all search
+# /usr/local/lib/{systemd/system,sysusers.d,tmpfiles.d}. DESTDIR stages the tree (packaging).
+PREFIX ?= /usr/local
+SYSCONFDIR ?= /etc
+BINDIR := $(PREFIX)/bin
+UNITDIR := $(PREFIX)/lib/systemd/system
+SYSUSERSDIR := $(PREFIX)/lib/sysusers.d
+TMPFILESDIR := $(PREFIX)/lib/tmpfiles.d
+DATADIR := $(PREFIX)/share
+# Where the binaries to install are (tests point it at a debug build).
+BIN_SRC ?= $(RELEASE_BIN)
+
+install: build install-files
+
+# Binaries, units (ExecStart= rewritten for PREFIX/SYSCONFDIR), sysusers, tmpfiles, the config
+# (an existing one is kept; the new default goes next to it as reeld.toml.new), completions.
+install-files:
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
+	  $(DESTDIR)$(SYSCONFDIR)/reel $(DESTDIR)$(DATADIR)/bash-completion/completions \
+	  $(DESTDIR)$(DATADIR)/zsh/site-functions $(DESTDIR)$(DATADIR)/fish/vendor_completions.d
+	install -m 0755 $(BIN_SRC)/reeld $(BIN_SRC)/reelctl $(DESTDIR)$(BINDIR)/
+	sed -e 's|/usr/local/bin/reeld|$(BINDIR)/reeld|' -e 's|/etc/reel/|$(SYSCONFDIR)/reel/|g' \
+	  systemd/reeld.service > $(DESTDIR)$(UNITDIR)/reeld.service
+	sed -e 's|/etc/reel/|$(SYSCONFDIR)/reel/|g' systemd/reeld.socket > $(DESTDIR)$(UNITDIR)/reeld.socket
+	chmod 0644 $(DESTDIR)$(UNITDIR)/reeld.service $(DESTDIR)$(UNITDIR)/reeld.socket
+	install -m 0644 systemd/reel.sysusers $(DESTDIR)$(SYSUSERSDIR)/reel.conf
+	install -m 0644 systemd/reel.tmpfiles $(DESTDIR)$(TMPFILESDIR)/reel.conf
+	if [ -e $(DESTDIR)$(SYSCONFDIR)/reel/reeld.toml ]; then \
+	  install -m 0644 config/reeld.toml $(DESTDIR)$(SYSCONFDIR)/reel/reeld.toml.new; \
+	  echo "kept $(DESTDIR)$(SYSCONFDIR)/reel/reeld.toml; the new default is reeld.toml.new"; \
+	else install -m 0644 config/reeld.toml $(DESTDIR)$(SYSCONFDIR)/reel/reeld.toml; fi
+	$(BIN_SRC)/reelctl --generate-completion-script bash > $(DESTDIR)$(DATADIR)/bash-completion/completions/reelctl
+	$(BIN_SRC)/reelctl --generate-completion-script zsh > $(DESTDIR)$(DATADIR)/zsh/site-functions/_reelctl
+	$(BIN_SRC)/reelctl --generate-completion-script fish > $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/reelctl.fish
 
 # A benchmark, not a test: Reel vs ffmpeg vs x264 alone on the same input; prints ratios.
 bench: build

@@ -11,6 +11,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
         // --- C interop: one thin module per library, nothing else in them. ---
@@ -37,7 +38,8 @@ let package = Package(
         // --- The daemon: sources, pipeline, recorder, control server. ---
         .target(name: "ReelDaemon",
                 dependencies: ["ReelCore", "ReelMedia", "ReelControl",
-                               .product(name: "Logging", package: "swift-log")],
+                               .product(name: "Logging", package: "swift-log"),
+                               .product(name: "TOMLKit", package: "TOMLKit")],
                 path: "Sources/ReelDaemon"),
 
         .executableTarget(name: "reeld",
@@ -53,6 +55,7 @@ let package = Package(
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"], path: "Tests/ReelCoreTests"),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore", "CFFmpeg"], path: "Tests/ReelMediaTests"),
         .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelDaemon"], path: "Tests/ReelControlTests"),
+        .testTarget(name: "ReelDaemonTests", dependencies: ["ReelDaemon", "ReelControl", "ReelCore"], path: "Tests/ReelDaemonTests"),
     ],
     swiftLanguageModes: [.v6]
 )

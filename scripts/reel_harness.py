@@ -4,12 +4,12 @@ end-to-end tests (Tests/e2e/conftest.py) and `make demo` (scripts/demo.py)."""
 
 import json
 import os
-import select
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 
@@ -43,7 +43,10 @@ class Ctl:
 
 
 class Reeld:
-    def __init__(self, bindir, opts, name):
+    def __init__(self, bindir, opts, name, env=None, listen_fd=None, socket_arg=True):
+        """env: extra environment for reeld. listen_fd: a listening socket handed over as
+        fd 3 with LISTEN_FDS=1, LISTEN_PID=<reeld's pid> (systemd socket activation).
+        socket_arg=False leaves --socket off the command line."""
         self.bindir = bindir
         # AF_UNIX paths are limited to ~107 bytes: keep sockets in a short /tmp dir
         self.dir = tempfile.mkdtemp(prefix="reel-e2e-", dir="/tmp")
@@ -60,7 +63,9 @@ class Reeld:
              "pixel-format": "yuyv", "sample-rate": "48000", "channels": "1",
              "preset": "veryfast", "crf": "23", "test-audio-skew-ppm": "0"}
         o.update({k: str(v) for k, v in opts.items() if v is not None and v is not True})
-        self.argv = [os.path.join(bindir, "reeld"), "--socket", self.socket, "--output-dir", self.out_dir]
+        for k in [k for k, v in opts.items() if v is False]:
+            o.pop(k, None)  # False: leave the flag off (so the config file or environment decides)
+        self.argv = [os.path.join(bindir, "reeld")] + (["--socket", self.socket] if socket_arg else []) + ["--output-dir", self.out_dir]
         for k, v in o.items():
             # a value that starts with '-' (a negative skew) goes as --key=value so
             # that an option parser cannot take it for a flag
@@ -69,32 +74,71 @@ class Reeld:
 
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notify.bind(self.notify_path)
-        env = dict(os.environ, NOTIFY_SOCKET=self.notify_path)
+        # A thread drains the socket as datagrams arrive (the kernel queues only ~10, and reeld
+        # drops rather than blocks when the queue is full); waiters wait on the condition.
+        self._notified = threading.Condition()
+        self._reader = threading.Thread(target=self._read_notifications, daemon=True)
+        self._reader.start()
+        # REEL_CONFIG=/dev/null: an installed /etc/reel/reeld.toml must not leak into tests
+        # (an empty file is a valid config); --config or env= override it.
+        env = dict(os.environ, NOTIFY_SOCKET=self.notify_path, REEL_CONFIG="/dev/null", **(env or {}))
         self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self.log,
-                                     stderr=subprocess.STDOUT, env=env)
+        argv, extra = self.argv, {}
+        if listen_fd is not None:
+            # LISTEN_PID must be reeld's own pid: the shell exports its $$ and execs reeld in place.
+            env.update(LISTEN_FDS="1", LISTEN_FDNAMES="control")
+            argv = ["/bin/sh", "-c", 'LISTEN_PID=$$; export LISTEN_PID; exec "$0" "$@"'] + self.argv
+            extra = dict(pass_fds=(3,), preexec_fn=lambda: os.dup2(listen_fd, 3))
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log,
+                                     stderr=subprocess.STDOUT, env=env, **extra)
         if not self.wait_notify("READY=1", READY_TIMEOUT):
             raise AssertionError(f"reeld sent no READY=1 within {READY_TIMEOUT} s "
                                  f"(exit status {self.proc.poll()})\n{self.log_tail()}")
 
+    def _read_notifications(self):
+        while True:
+            try:
+                data = self.notify.recv(4096)
+            except OSError:
+                return  # closed
+            if not data:
+                return  # shut down by close()
+            with self._notified:
+                self.notifications.append(data.decode("utf-8", "replace"))
+                self._notified.notify_all()
+
     def wait_notify(self, token, timeout):
         """Wait for a notify datagram carrying `token` (e.g. READY=1). Returns
         False on timeout or when reeld exits first (after draining what it sent)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            if any(token in m.split("\n") for m in self.notifications):
-                return True
-            left = deadline - time.monotonic()
-            exited = self.proc.poll() is not None
-            wait = 0 if exited else max(0.0, min(left, 0.5))
-            r, _, _ = select.select([self.notify], [], [], wait)
-            if r:
-                self.notifications.append(self.notify.recv(4096).decode("utf-8", "replace"))
-            elif exited or left <= 0:
-                return False
+        return self.wait_notify_after(0, lambda line: line == token, timeout) is not None
 
-    def ctl(self, *args, expect_ok=True):
-        argv = [os.path.join(self.bindir, "reelctl"), "--socket", self.socket, *args]
+    def wait_notify_after(self, index, pred, timeout):
+        """Wait for a notify datagram, at position `index` or later in self.notifications,
+        with a line for which pred(line) holds. Returns that line, or None on timeout/exit."""
+        deadline = time.monotonic() + timeout
+        exited_at = None
+        with self._notified:
+            while True:
+                for m in self.notifications[index:]:
+                    for line in m.split("\n"):
+                        if pred(line):
+                            return line
+                index = len(self.notifications)
+                now = time.monotonic()
+                if self.proc.poll() is not None:
+                    # reeld is gone: give the reader a moment to drain what it sent, then stop
+                    # (even with timeout 0: what reeld sent before exiting counts).
+                    exited_at = exited_at or now
+                    if now - exited_at > 0.2:
+                        return None
+                elif now >= deadline:
+                    return None
+                # Woken by each datagram; the 0.1 s cap only notices reeld's exit.
+                self._notified.wait(max(0.0, min(deadline - now, 0.1)) if exited_at is None else 0.05)
+
+    def ctl(self, *args, expect_ok=True, prefix=()):
+        """prefix: argv to run reelctl under (e.g. setpriv to act as another user)."""
+        argv = [*prefix, os.path.join(self.bindir, "reelctl"), "--socket", self.socket, *args]
         t0 = time.monotonic()
         p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=CTL_TIMEOUT)
@@ -140,6 +184,11 @@ class Reeld:
                 self.proc.kill()
                 self.proc.wait()
         finally:
+            try:
+                self.notify.shutdown(socket.SHUT_RDWR)  # wakes the reader thread
+            except OSError:
+                pass
+            self._reader.join(5)
             self.notify.close()
             self.log.close()
             if not keep:

@@ -30,6 +30,7 @@ public final class ControlServer: Sendable {
     private let handler: any ControlHandler
     private let logger: Logger
     private let maxClients: Int
+    private let authorize: PeerAuthorizer?
     private let shared = Mutex(Shared())
     private let ioThreadExited = DispatchSemaphore(value: 0)
 
@@ -47,7 +48,10 @@ public final class ControlServer: Sendable {
     }
 
     /// As `init(path:handler:logger:)` with a chosen client bound.
-    public init(path: String, handler: any ControlHandler, logger: Logger, maxClients: Int) throws {
+    /// `authorize`, when given, is asked about each client's credentials (SO_PEERCRED) as it
+    /// connects; a refused client's requests are answered `forbidden` and it is closed.
+    public init(path: String, handler: any ControlHandler, logger: Logger, maxClients: Int,
+                authorize: PeerAuthorizer? = nil) throws {
         guard let addr = Sys.address(path) else { throw SocketError.pathTooLong(path, kind: .cannotListen) }
         let fd: Int32
         do {
@@ -80,6 +84,7 @@ public final class ControlServer: Sendable {
         self.handler = handler
         self.logger = logger
         self.maxClients = max(1, maxClients)
+        self.authorize = authorize
     }
 
     /// Serves an already listening socket (systemd socket activation). The socket file belongs
@@ -89,7 +94,8 @@ public final class ControlServer: Sendable {
         self.init(listeningFD: listeningFD, handler: handler, logger: logger, maxClients: Self.defaultMaxClients)
     }
 
-    public init(listeningFD: Int32, handler: any ControlHandler, logger: Logger, maxClients: Int) {
+    public init(listeningFD: Int32, handler: any ControlHandler, logger: Logger, maxClients: Int,
+                authorize: PeerAuthorizer? = nil) {
         do {
             try Sys.setNonblocking(listeningFD)
         } catch {
@@ -107,6 +113,7 @@ public final class ControlServer: Sendable {
         self.handler = handler
         self.logger = logger
         self.maxClients = max(1, maxClients)
+        self.authorize = authorize
     }
 
     deinit {
@@ -263,6 +270,7 @@ public final class ControlServer: Sendable {
     fileprivate var listeningFD: Int32 { listenFD }
     fileprivate var wakeupFD: Int32 { wakeRead }
     fileprivate var clientLimit: Int { maxClients }
+    fileprivate var authorizer: PeerAuthorizer? { authorize }
     fileprivate var log: Logger { logger }
 }
 
@@ -287,6 +295,8 @@ private final class Connection {
     /// Malformed requests: logged once, when the connection closes, so a hostile client cannot
     /// flood the journal.
     var malformed = 0
+    /// Set when the peer failed the credentials check: every request is answered with this.
+    var forbidden: String?
 
     init(id: UInt64, fd: Int32) {
         self.id = id
@@ -400,6 +410,18 @@ private final class IOLoop {
             nextID += 1
             connections[conn.id] = conn
             logger.debug("control client connected", metadata: ["conn": "\(conn.id)"])
+            if let authorize = server.authorizer {
+                do {
+                    let peer = try Sys.peerCredentials(fd)
+                    if let refusal = authorize(peer) {
+                        logger.warning("refusing control client \(peer): \(refusal)", metadata: ["conn": "\(conn.id)"])
+                        conn.forbidden = refusal
+                    }
+                } catch {
+                    logger.error("refusing a control client: cannot read its credentials: \(error)", metadata: ["conn": "\(conn.id)"])
+                    conn.forbidden = "reeld cannot tell who you are (\(error)); connect over its Unix socket"
+                }
+            }
         }
     }
 
@@ -467,6 +489,16 @@ private final class IOLoop {
                 let line = conn.lines.removeFirst()
                 if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }) { continue }  // blank: ignored
                 conn.requests += 1
+                if let refusal = conn.forbidden {
+                    // Answer (never hang), then close; the handler never sees the request.
+                    let id: Int? = switch Wire.parseRequest(line) {
+                    case .success(let r): r.id
+                    case .failure(let p): p.id
+                    }
+                    append(ControlServer.encode(.failure(.forbidden(refusal), id: id), logger: logger), to: conn)
+                    conn.closeWhenFlushed = true
+                    continue
+                }
                 switch Wire.parseRequest(line) {
                 case .success(let request):
                     logger.debug("control request", metadata: ["conn": "\(conn.id)", "cmd": "\(request.cmd.rawValue)"])

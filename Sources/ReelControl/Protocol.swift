@@ -39,6 +39,8 @@ public struct ControlError: Error, Codable, Sendable, Equatable, CustomStringCon
         public static let failed = "failed"
         /// The server is serving its maximum number of clients.
         public static let busy = "busy"
+        /// The client's user may not use the control socket (SO_PEERCRED check).
+        public static let forbidden = "forbidden"
     }
 
     public var code: String
@@ -53,6 +55,7 @@ public struct ControlError: Error, Codable, Sendable, Equatable, CustomStringCon
     public static func wrongState(_ message: String) -> ControlError { .init(code: Code.wrongState, message: message) }
     public static func failed(_ message: String) -> ControlError { .init(code: Code.failed, message: message) }
     public static func busy(_ message: String) -> ControlError { .init(code: Code.busy, message: message) }
+    public static func forbidden(_ message: String) -> ControlError { .init(code: Code.forbidden, message: message) }
 
     public var description: String { message }
 }

@@ -2,6 +2,7 @@ import Glibc
 
 /// The systemd notify protocol (sd_notify): one datagram to $NOTIFY_SOCKET. A no-op when the
 /// variable is unset, so reeld runs the same under systemd, in tests and in a terminal.
+/// Never blocks: when the receiver's queue is full the message is dropped (send returns false).
 public struct Notifier: Sendable {
     private let path: String?
     public init(environment: [String: String]) { path = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 } }
@@ -24,11 +25,17 @@ public struct Notifier: Sendable {
         }
         let len = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + (bytes.first == 0 ? 0 : 1))
         let msg = Array(message.utf8)
-        let sent = withUnsafePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                msg.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), sa, len) }
+        // MSG_DONTWAIT: a receiver that does not read (its queue holds ~10 datagrams) must never
+        // block a control request or the supervisor; the message is dropped instead.
+        while true {
+            // Unsafe: views the local sockaddr_un as a sockaddr for the duration of the call only.
+            let sent = withUnsafePointer(to: &addr) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                    msg.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), sa, len) }
+                }
             }
+            if sent < 0 && errno == EINTR { continue }
+            return sent == msg.count
         }
-        return sent == msg.count
     }
 }

@@ -9,7 +9,9 @@ import ReelCore
 /// @unchecked Sendable: all mutable state is guarded by `monitor`; `lifecycle` serialises
 /// start/stop so two clients cannot start two sessions or finish one twice.
 public final class Recorder: ControlHandler, @unchecked Sendable {
-    public let config: RecorderConfig
+    /// The configuration the next recording uses (SIGHUP replaces it; a running one keeps its own).
+    public var config: RecorderConfig { monitor.withLock { currentConfig } }
+    private var currentConfig: RecorderConfig
     private let logger: Logger
     private let monitor = Monitor()
     private let lifecycle = NSLock()
@@ -19,10 +21,13 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     private let startedAt = SystemClock.now()
     /// Called with a one-line state whenever it changes (systemd STATUS=).
     public var onStateChange: (@Sendable (String) -> Void)?
+    /// Heartbeats of each recording's capture and pipeline threads (read by the Supervisor).
+    public let health: HealthMonitor
 
-    public init(config: RecorderConfig, logger: Logger) {
-        self.config = config
+    public init(config: RecorderConfig, logger: Logger, health: HealthMonitor = HealthMonitor()) {
+        self.currentConfig = config
         self.logger = logger
+        self.health = health
     }
 
     public func handle(_ request: Request) -> Reply {
@@ -33,6 +38,25 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         case .stop: return stop(id: request.id)
         case .status: return reply(id: request.id)
         }
+    }
+
+    /// Replaces the configuration for the next recording; the current one is not touched.
+    public func reconfigure(_ c: RecorderConfig) { monitor.withLock { currentConfig = c } }
+
+    /// Called once a second by the Supervisor: finishes the recording cleanly when free space
+    /// in the output directory drops below min_free_mb.
+    public func tick() {
+        guard let s = monitor.withLock({ session }), s.config.minFreeBytes > 0, !s.snapshot.stopping,
+              let free = Storage.freeBytes(s.config.outputDir), free < s.config.minFreeBytes else { return }
+        let msg = "free space in \(s.config.outputDir) fell to \(Storage.megabytes(free)), below min_free_mb \(s.config.minFreeBytes / 1_000_000): finishing \(s.partPath)"
+        logger.error("\(msg)")
+        monitor.withLock { lastError = msg }
+        Thread.detachNewThread { [self] in _ = stop(id: nil) }
+    }
+
+    /// At start-up: makes any `.part` left by a crash in the output directory playable.
+    public func recoverPartFiles() {
+        Storage.recoverPartFiles(in: config.outputDir, logger: logger)
     }
 
     /// Finishes any recording (SIGTERM/SIGINT) and waits for its file.
@@ -50,13 +74,20 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         if let s = monitor.withLock({ session }) {
             return failure(id, .wrongState("cannot start: already recording \(s.partPath) (run 'reelctl stop' first)"))
         }
+        let config = self.config  // one configuration for the whole recording
         let paths: (part: String, final: String)
-        switch outputPaths(name: name) {
+        switch outputPaths(name: name, dir: config.outputDir) {
         case let .success(p): paths = p
         case let .failure(e): return failure(id, e)
         }
+        if config.minFreeBytes > 0, let free = Storage.freeBytes(config.outputDir), free < config.minFreeBytes {
+            let msg = "cannot start recording: only \(Storage.megabytes(free)) free in \(config.outputDir), below min_free_mb \(config.minFreeBytes / 1_000_000) (free some space, or lower min_free_mb)"
+            logger.error("\(msg)")
+            monitor.withLock { lastError = msg }
+            return failure(id, .failed(msg))
+        }
         do {
-            let s = try RecordingSession(config: config, partPath: paths.part, finalPath: paths.final, logger: logger)
+            let s = try RecordingSession(config: config, partPath: paths.part, finalPath: paths.final, logger: logger, health: health)
             monitor.withLock { session = s; lastError = nil }
             s.start()
             logger.notice("recording started: \(paths.part) (video: \(s.sourceDescriptions.video ?? "none"), audio: \(s.sourceDescriptions.audio ?? "none"))")
@@ -131,6 +162,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         case let .success(p):
             let snap = s.snapshot
             logger.notice("recording finished: \(p) (\(snap.segmentDurations.count) segments, \(formatDuration(snap.recordedNs)), \(snap.frames) frames, \(snap.droppedFrames) dropped)")
+            FinishHook.run(s.config.onFinish, file: p, timeoutNs: s.config.onFinishTimeoutNs, logger: logger)
         case let .failure(e): logger.error("recording ended with an error: \(e)")
         }
         stateChanged()
@@ -138,8 +170,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
 
     // MARK: Helpers
 
-    private func outputPaths(name: String?) -> Result<(part: String, final: String), ControlError> {
-        let dir = config.outputDir
+    private func outputPaths(name: String?, dir: String) -> Result<(part: String, final: String), ControlError> {
         var isDir: ObjCBool = false
         if !FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) {
             do { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
@@ -207,10 +238,18 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
 
     private func stateChanged() {
         guard let cb = onStateChange else { return }
+        cb(statusLine().line)
+    }
+
+    /// The one-line state for systemd's STATUS=, e.g. "recording 00:01:23, 3 segments", and
+    /// whether a recording is in progress (the Supervisor refreshes the line every second then).
+    public func statusLine() -> (line: String, active: Bool) {
         let st = status()
         switch st.state {
-        case .idle: cb(st.lastError.map { "idle; last error: \($0)" } ?? "idle")
-        default: cb("\(st.state.rawValue) \(formatDuration(st.recordedNs)), \(st.segments.count) segment\(st.segments.count == 1 ? "" : "s")")
+        case .idle: return (st.lastError.map { "idle; last error: \($0)" } ?? "idle", false)
+        default:
+            let secs = formatDuration(st.recordedNs).prefix(8)  // whole seconds: hh:mm:ss
+            return ("\(st.state.rawValue) \(secs), \(st.segments.count) segment\(st.segments.count == 1 ? "" : "s")", true)
         }
     }
 }

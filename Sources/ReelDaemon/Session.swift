@@ -15,6 +15,11 @@ public struct RecorderConfig: Sendable {
     public var aac: AACSettings
     /// Resample the audio so its sample clock follows CLOCK_MONOTONIC (see `DriftLock`).
     public var driftLock: Bool
+    /// Refuse to start, and finish a recording, when the output file system has less free space (0: no check).
+    public var minFreeBytes: Int64 = 0
+    /// Program and arguments run after each completed recording, with the file's path appended (empty: none).
+    public var onFinish: [String] = []
+    public var onFinishTimeoutNs: Nanos = 120 * nanosPerSecond
     public init(outputDir: String, video: Video, audio: Audio, paced: Bool, h264: H264Settings, aac: AACSettings,
                 driftLock: Bool = true) {
         self.outputDir = outputDir; self.video = video; self.audio = audio; self.paced = paced; self.h264 = h264; self.aac = aac
@@ -87,13 +92,19 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private var sourceFailure: String?
     private var failureHandled = false
     private var stopResolvedAt: Nanos?
+    // Liveness (Health.swift): registered in start(), removed when the pipeline finishes.
+    private let health: HealthMonitor?
+    private var pipelineBeat: Heartbeat?
+    private var videoBeat: Heartbeat?
+    private var audioBeat: Heartbeat?
 
     /// Requests at fixed source times (ns after T0), applied before the pipeline starts.
     private let schedule: [(Timeline.Request, Nanos)]
 
-    init(config: RecorderConfig, partPath: String, finalPath: String, logger: Logger,
+    init(config: RecorderConfig, partPath: String, finalPath: String, logger: Logger, health: HealthMonitor? = nil,
          schedule: [(Timeline.Request, Nanos)] = []) throws {
         self.config = config
+        self.health = health
         self.schedule = schedule
         self.partPath = partPath
         self.finalPath = finalPath
@@ -140,6 +151,11 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         let t0 = SystemClock.now()
         timeline = Timeline(start: t0, hasVideo: videoSource != nil, audio: config.audioFormat)
         for (r, at) in schedule { _ = try? timeline.request(r, at: t0 + at) }
+        if let health {
+            pipelineBeat = health.register("pipeline thread")
+            if videoSource != nil { videoBeat = health.register("video capture thread") }
+            if audioSource != nil { audioBeat = health.register("audio capture thread") }
+        }
         let thread = Thread { [self] in run() }
         thread.name = "reel-pipeline"
         thread.start()
@@ -149,7 +165,23 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
 
     // MediaSink, called on capture threads.
     func deliver(_ event: MediaEvent, wait: Bool) -> Bool {
-        wait ? queue.put(.media(event)) : queue.offer(.media(event))
+        let beat: Heartbeat?
+        switch event {
+        case .video: beat = videoBeat
+        case .audio: beat = audioBeat
+        case .sourceFailed, .ended: beat = nil
+        }
+        beat?.beat()
+        if TestHooks.freezeCapturePath != nil, beat != nil, beat === (videoBeat ?? audioBeat) { freezeForTest() }
+        return wait ? queue.put(.media(event)) : queue.offer(.media(event))
+    }
+
+    /// Test-only (REEL_TEST_FREEZE_CAPTURE): blocks this capture thread while the trigger file
+    /// exists, until the recording closes. Polls at 20 ms: a test hook, not synchronisation.
+    private func freezeForTest() {
+        guard TestHooks.freezeRequested() else { return }
+        logger.warning("test hook \(TestHooks.freezeCaptureVariable): freezing the capture thread")
+        while TestHooks.freezeRequested() && !queue.isClosed { SystemClock.sleep(until: SystemClock.now() + 20_000_000) }
     }
 
     /// Asks the pipeline for a pause, resume or stop at the current instant. Blocks briefly.
@@ -167,6 +199,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         var lastPublish: Nanos = 0
         do {
             while true {
+                pipelineBeat?.beat()
                 let event = queue.take(until: SystemClock.now() + 20_000_000)
                 if config.paced { timeline.advance(to: SystemClock.now()) }
                 if let event { try handle(event) }
@@ -334,6 +367,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     /// .part file (fragmented, so playable up to its last fragment) is still finalised if possible.
     private func finish(failure: String?) {
         queue.close()
+        for b in [pipelineBeat, videoBeat, audioBeat] { health?.unregister(b) }
         videoSource?.stop()
         audioSource?.stop()
         while let e = queue.take(until: 0) {

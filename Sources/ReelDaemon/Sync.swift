@@ -81,6 +81,7 @@ public final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         }
     }
     public func close() { monitor.withLock { closed = true; monitor.broadcast() } }
+    public var isClosed: Bool { monitor.withLock { closed } }
 }
 
 /// A value delivered once, awaited with a deadline.

@@ -12,59 +12,89 @@ struct Reeld: ParsableCommand {
         commandName: "reeld",
         abstract: "Reel recorder daemon: camera + microphone to one continuous MP4, driven by reelctl.",
         discussion: """
-        reeld listens on a Unix socket (--socket, else $REEL_SOCKET, else /run/reel/reeld.sock) for \
-        reelctl's start, pause, resume, stop and status. Recordings are written as NAME.mp4.part \
-        (fragmented, playable if interrupted) and renamed to NAME.mp4 when complete. SIGTERM or \
-        SIGINT finish any recording before exiting. Under systemd it speaks the notify protocol.
+        Settings come from, in order of precedence: these flags, REEL_* environment variables \
+        (REEL_OUTPUT_DIR for output_dir, ...), the config file (--config, else $REEL_CONFIG, else \
+        /etc/reel/reeld.toml if present; every key is documented there), then the defaults shown. \
+        SIGHUP re-reads the file for the next recording. reeld listens on a Unix socket (the one \
+        systemd passes through socket activation, else --socket) for reelctl's start, pause, \
+        resume, stop and status, from root, its own user and members of --control-group. \
+        Recordings are written as NAME.mp4.part (fragmented, playable if interrupted) and renamed \
+        to NAME.mp4 when complete; a .part left by a crash is recovered at start-up. SIGTERM or \
+        SIGINT finish any recording before exiting. Under systemd it speaks the notify and \
+        watchdog protocols.
         """)
 
-    @Option(help: "Control socket path (default: $REEL_SOCKET or /run/reel/reeld.sock).")
+    @Option(help: ArgumentHelp("Config file (default: $REEL_CONFIG, else /etc/reel/reeld.toml if it exists).", valueName: "path"))
+    var config: String?
+
+    @Flag(name: .customLong("check-config"), help: "Check the configuration, print every setting with where it came from, and exit (0 if valid, 1 if not).")
+    var checkConfig = false
+
+    @Option(help: "Control socket path when not socket-activated (default: /run/reel/reeld.sock).")
     var socket: String?
 
-    @Option(name: .customLong("output-dir"), help: "Directory for recordings (created if missing).")
-    var outputDir = "/var/lib/reel"
+    @Option(name: .customLong("output-dir"), help: "Directory for recordings, created if missing (default: /var/lib/reel).")
+    var outputDir: String?
 
-    @Option(help: "Video source: 'test' (the synthetic sync source) or 'none'.")
-    var video = "test"
+    @Option(help: "Video source: 'test' (the synthetic sync source) or 'none' (default: test).")
+    var video: String?
 
-    @Option(help: "Audio source: 'test' (the synthetic sync source) or 'none'.")
-    var audio = "test"
+    @Option(help: "Audio source: 'test' (the synthetic sync source) or 'none' (default: test).")
+    var audio: String?
 
-    @Option(help: "Video size WxH (even numbers).")
-    var size = "640x360"
+    @Option(help: "Video size WxH, even numbers (default: 640x360).")
+    var size: String?
 
-    @Option(help: "Frame rate: N or N/D (e.g. 30, 30000/1001).")
-    var fps = "30"
+    @Option(help: "Frame rate: N or N/D, e.g. 30 or 30000/1001 (default: 30).")
+    var fps: String?
 
-    @Option(name: .customLong("pixel-format"), help: "Source pixel format: yuyv, uyvy, i420, nv12.")
-    var pixelFormat = "yuyv"
+    @Option(name: .customLong("pixel-format"), help: "Source pixel format: yuyv, uyvy, i420, nv12 (default: yuyv).")
+    var pixelFormat: String?
 
-    @Option(name: .customLong("sample-rate"), help: "Audio sample rate in Hz.")
-    var sampleRate = 48000
+    @Option(name: .customLong("sample-rate"), help: "Audio sample rate in Hz (default: 48000).")
+    var sampleRate: Int?
 
-    @Option(help: "Audio channels (1-8).")
-    var channels = 1
+    @Option(help: "Audio channels, 1-8 (default: 1).")
+    var channels: Int?
 
-    @Option(help: "x264 preset (ultrafast ... placebo).")
-    var preset = "veryfast"
+    @Option(help: "x264 preset, ultrafast ... placebo (default: veryfast).")
+    var preset: String?
 
-    @Option(help: "x264 tune (film, animation, grain, stillimage, fastdecode, zerolatency).")
+    @Option(help: "x264 tune: film, animation, grain, stillimage, fastdecode, zerolatency (default: none).")
     var tune: String?
 
-    @Option(help: "x264 constant rate factor (0-51); ignored when --bitrate is set.")
-    var crf = 23
+    @Option(help: "x264 constant rate factor, 0-51; ignored when --bitrate is set (default: 23).")
+    var crf: Int?
 
-    @Option(help: "Video bitrate in kb/s (average bitrate instead of CRF).")
+    @Option(help: "Video bitrate in kb/s, average bitrate instead of CRF; 0 means CRF (default: 0).")
     var bitrate: Int?
 
-    @Option(help: "Keyframe interval in seconds.")
-    var keyint = 2
+    @Option(help: "Keyframe interval in seconds (default: 2).")
+    var keyint: Int?
 
-    @Option(help: "H.264 profile: baseline, main, high.")
-    var profile = "high"
+    @Option(help: "H.264 profile: baseline, main, high (default: high).")
+    var profile: String?
 
-    @Option(name: .customLong("audio-bitrate"), help: "AAC bitrate in b/s.")
-    var audioBitrate = 128_000
+    @Option(name: .customLong("audio-bitrate"), help: "AAC bitrate in b/s (default: 128000).")
+    var audioBitrate: Int?
+
+    @Option(name: .customLong("control-group"), help: "Group whose members may use the control socket, besides root and reeld's own user (default: reel).")
+    var controlGroup: String?
+
+    @Option(name: .customLong("control-user"), help: "One more user allowed to use the control socket (default: none).")
+    var controlUser: String?
+
+    @Option(name: .customLong("min-free-mb"), help: "Refuse to start, and finish a recording, below this much free space in the output directory, in MB; 0 disables (default: 500).")
+    var minFreeMb: Int?
+
+    @Option(name: .customLong("on-finish"), help: "Absolute path of a program run (no shell) after each completed recording with the file's path as its argument (default: none; arguments go in the config file).")
+    var onFinish: String?
+
+    @Option(name: .customLong("on-finish-timeout"), help: "Seconds before the on_finish program is killed (default: 120).")
+    var onFinishTimeout: Int?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical (default: info).")
+    var logLevel: String?
 
     @Option(name: .customLong("test-audio-skew-ppm"), help: "Skew of the synthetic audio clock against CLOCK_MONOTONIC, in ppm.")
     var testAudioSkewPpm: Int64 = 0
@@ -75,17 +105,42 @@ struct Reeld: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Resample the audio so its clock follows CLOCK_MONOTONIC (keeps A/V in sync on a drifting sound card).")
     var driftLock = true
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.")
-    var logLevel = "info"
+    /// The flags given on the command line, as settings (they beat environment and file).
+    var flagSettings: [SettingKey: SettingValue] {
+        var f: [SettingKey: SettingValue] = [:]
+        func s(_ k: SettingKey, _ v: String?) { if let v { f[k] = .string(v) } }
+        func i(_ k: SettingKey, _ v: Int?) { if let v { f[k] = .int(v) } }
+        s(.socket, socket); s(.outputDir, outputDir); s(.video, video); s(.audio, audio); s(.size, size); s(.fps, fps)
+        s(.pixelFormat, pixelFormat); i(.sampleRate, sampleRate); i(.channels, channels); s(.preset, preset); s(.tune, tune)
+        i(.crf, crf); i(.bitrate, bitrate); i(.keyint, keyint); s(.profile, profile); i(.audioBitrate, audioBitrate)
+        s(.controlGroup, controlGroup); s(.controlUser, controlUser); i(.minFreeMB, minFreeMb)
+        if let onFinish { f[.onFinish] = .strings(onFinish.isEmpty ? [] : [onFinish]) }
+        i(.onFinishTimeout, onFinishTimeout); s(.logLevel, logLevel)
+        return f
+    }
 
-    mutating func validate() throws {
-        _ = try makeConfig()
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("invalid --log-level '\(logLevel)' (use trace, debug, info, notice, warning, error or critical)")
+    /// Settings and the recorder configuration they make; errors name the file and line,
+    /// variable or flag, and the key.
+    func load(environment: [String: String]) throws -> (DaemonSettings, RecorderConfig) {
+        let s = try DaemonSettings.resolve(configPath: config, environment: environment, flags: flagSettings)
+        do {
+            return (s, try makeConfig(s))
+        } catch let e as ValidationError {
+            // Name where the offending key was set ("invalid --video 'x'" came from the file?).
+            let key = SettingKey.allCases.first { e.message.contains($0.flag + " ") || e.message.contains($0.flag + ":") }
+            if let key, let origin = s.origins[key], origin != .flag(key.flag) {
+                throw ConfigError("\(origin): key '\(key.rawValue)': \(e.message)")
+            }
+            throw ConfigError(e.message)
         }
     }
 
-    func makeConfig() throws -> RecorderConfig {
+    func makeConfig(_ s: DaemonSettings) throws -> RecorderConfig {
+        let size = s.string(.size), fps = s.string(.fps), pixelFormat = s.string(.pixelFormat)
+        let sampleRate = s.int(.sampleRate), channels = s.int(.channels), crf = s.int(.crf), keyint = s.int(.keyint)
+        let video = s.string(.video), audio = s.string(.audio), preset = s.string(.preset), tune = s.optionalString(.tune)
+        let bitrate: Int? = s.int(.bitrate) == 0 ? nil : s.int(.bitrate)
+        let profile = s.string(.profile), audioBitrate = s.int(.audioBitrate), outputDir = s.string(.outputDir)
         let parts = size.split(separator: "x")
         guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), w % 2 == 0, h % 2 == 0,
               (16...7680).contains(w), (16...4320).contains(h) else {
@@ -131,7 +186,11 @@ struct Reeld: ParsableCommand {
         var aac = AACSettings()
         aac.bitrate = audioBitrate
         let dir = outputDir.hasPrefix("/") ? outputDir : FileManager.default.currentDirectoryPath + "/" + outputDir
-        return RecorderConfig(outputDir: dir, video: v, audio: a, paced: !unpaced, h264: h264, aac: aac, driftLock: driftLock)
+        var config = RecorderConfig(outputDir: dir, video: v, audio: a, paced: !unpaced, h264: h264, aac: aac, driftLock: driftLock)
+        config.minFreeBytes = Int64(s.int(.minFreeMB)) * 1_000_000
+        config.onFinish = s.strings(.onFinish)
+        config.onFinishTimeoutNs = Int64(s.int(.onFinishTimeout)) * nanosPerSecond
+        return config
     }
 
     /// Opens a source file once to learn its format; a bad file is a startup error naming it.
@@ -142,29 +201,64 @@ struct Reeld: ParsableCommand {
 
     func run() throws {
         let env = ProcessInfo.processInfo.environment
-        let level = Logger.Level(rawValue: logLevel) ?? .info
-        let journal = env["JOURNAL_STREAM"] != nil
+        let settings: DaemonSettings
+        let config: RecorderConfig
+        do {
+            (settings, config) = try load(environment: env)
+        } catch {
+            FileHandle.standardError.write(Data("reeld: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        if checkConfig {
+            print("reeld: configuration is valid (file: \(settings.filePath ?? "none"))")
+            print(settings.report)
+            return
+        }
+        let level = Logger.Level(rawValue: settings.string(.logLevel)) ?? .info
+        let journal = JournalStream.isStderr(environment: env)
         LoggingSystem.bootstrap { _ in ReelLogHandler(level: level, journal: journal) }
         let logger = Logger(label: "reeld")
         signal(SIGPIPE, SIG_IGN)
         FFmpegLog.warningsOnly()
+        if let f = settings.filePath { logger.info("configuration read from \(f)") }
 
-        let config = try makeConfig()
         let notifier = Notifier(environment: env)
+        let watchdog = WatchdogEnvironment.timeoutNs(environment: env)
+        // The Notifier and watchdog have read these; the on_finish program must not inherit them.
+        for v in ["WATCHDOG_USEC", "WATCHDOG_PID", "NOTIFY_SOCKET"] { unsetenv(v) }
         let recorder = Recorder(config: config, logger: logger)
-        recorder.onStateChange = { notifier.send("STATUS=\($0)") }
-        let path = SocketPath.resolve(explicit: socket, environment: env)
+        let supervisor = Supervisor(notifier: notifier, health: recorder.health, watchdogNs: watchdog, logger: logger,
+                                    statusLine: { recorder.statusLine() })
+        recorder.onStateChange = { line in
+            supervisor.noteStatusSent(line)
+            notifier.send("STATUS=\(line)")
+        }
+        supervisor.onTick = { recorder.tick() }
+        recorder.recoverPartFiles()
+
+        let policy = PeerPolicy(groupName: settings.optionalString(.controlGroup), userName: settings.optionalString(.controlUser))
+        policy.warnings.forEach { logger.warning("\($0)") }
         let server: ControlServer
+        let listening: String
         do {
-            server = try ControlServer(path: path, handler: recorder, logger: logger)
+            if let passed = try SocketActivation.controlSocket(environment: env) {
+                server = ControlServer(listeningFD: passed.fd, handler: recorder, logger: logger,
+                                       maxClients: ControlServer.defaultMaxClients, authorize: policy.authorizer)
+                listening = "socket-activated fd \(passed.fd)\(passed.name.map { " (\($0))" } ?? "")"
+            } else {
+                let path = settings.string(.socket)
+                server = try ControlServer(path: path, handler: recorder, logger: logger,
+                                           maxClients: ControlServer.defaultMaxClients, authorize: policy.authorizer)
+                listening = path
+            }
         } catch {
             logger.critical("\(error)")
+            notifier.send("STATUS=error: \(error)")
             throw ExitCode(1)
         }
         server.start()
-        logger.notice("listening on \(path); recordings go to \(config.outputDir)")
-        notifier.send("READY=1\nSTATUS=idle")
-
+        // Signal handling is in place before READY=1: a reload or stop right after never kills
+        // reeld (SIGHUP's default action) or skips finishing a recording.
         let signals = DispatchQueue(label: "reel-signals")
         var sources: [DispatchSourceSignal] = []
         for sig in [SIGTERM, SIGINT] {
@@ -174,12 +268,35 @@ struct Reeld: ParsableCommand {
                 logger.notice("received \(sig == SIGTERM ? "SIGTERM" : "SIGINT"), shutting down")
                 notifier.send("STOPPING=1")
                 recorder.shutdown()
+                FinishHook.waitForRunning(logger: logger)
+                supervisor.stop()
                 server.shutdown()
                 Foundation.exit(0)
             }
             src.resume()
             sources.append(src)
         }
+        signal(SIGHUP, SIG_IGN)
+        let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: signals)
+        hup.setEventHandler {
+            notifier.send("RELOADING=1")
+            do {
+                let (fresh, cfg) = try load(environment: env)
+                recorder.reconfigure(cfg)
+                let fixed: [SettingKey] = [.socket, .controlGroup, .controlUser, .logLevel]
+                let changed = fixed.filter { fresh.values[$0] != settings.values[$0] }.map(\.rawValue)
+                if !changed.isEmpty { logger.warning("SIGHUP: \(changed.joined(separator: ", ")) changed but apply only after a restart ('systemctl restart reeld')") }
+                logger.notice("SIGHUP: configuration re-read\(fresh.filePath.map { " from \($0)" } ?? ""); it applies from the next recording")
+            } catch {
+                logger.error("SIGHUP: configuration not reloaded, keeping the current one: \(error)")
+            }
+            notifier.send("READY=1")
+        }
+        hup.resume()
+        sources.append(hup)
+        logger.notice("listening on \(listening) for \(policy.summary); recordings go to \(config.outputDir)")
+        notifier.send("READY=1\nSTATUS=idle")
+        supervisor.start()  // after READY=1: the first WATCHDOG=1 follows it
         withExtendedLifetime(sources) { dispatchMain() }
     }
 }

@@ -266,8 +266,9 @@ final class Fixture {
     let server: ControlServer
     var path: String { dir.socket() }
 
-    init(maxClients: Int = ControlServer.defaultMaxClients) throws {
-        server = try ControlServer(path: dir.socket(), handler: recorder, logger: logs.logger(), maxClients: maxClients)
+    init(maxClients: Int = ControlServer.defaultMaxClients, authorize: PeerAuthorizer? = nil) throws {
+        server = try ControlServer(path: dir.socket(), handler: recorder, logger: logs.logger(), maxClients: maxClients,
+                                   authorize: authorize)
         server.start()
     }
 

@@ -39,8 +39,8 @@ def reeld(reel_bin_dir, request):
     to keep the temp dirs (recordings, logs)."""
     started = []
 
-    def start(name, **opts):
-        r = Reeld(reel_bin_dir, opts, name)
+    def start(name, _env=None, _listen_fd=None, _socket_arg=True, **opts):
+        r = Reeld(reel_bin_dir, opts, name, env=_env, listen_fd=_listen_fd, socket_arg=_socket_arg)
         started.append(r)
         print("reeld argv:", " ".join(r.argv))
         return r

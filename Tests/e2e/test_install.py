@@ -1,0 +1,58 @@
+"""`make install` into a temporary DESTDIR: the tree has the binaries, units rewritten for
+PREFIX, sysusers and tmpfiles entries, the config, and reelctl's shell completions; the
+installed config passes `reeld --check-config` and the installed units verify."""
+
+import os
+import subprocess
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def make_install(reel_bin_dir, dest, prefix):
+    p = subprocess.run(["make", "-s", "-C", REPO, "install-files", f"DESTDIR={dest}", f"PREFIX={prefix}",
+                        f"BIN_SRC={os.path.abspath(reel_bin_dir)}"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p
+
+
+def test_install_tree(reel_bin_dir, tmp_path):
+    dest = tmp_path / "dest"
+    make_install(reel_bin_dir, dest, "/opt/reel")
+    want = {
+        "opt/reel/bin/reeld": 0o755, "opt/reel/bin/reelctl": 0o755,
+        "opt/reel/lib/systemd/system/reeld.service": 0o644, "opt/reel/lib/systemd/system/reeld.socket": 0o644,
+        "opt/reel/lib/sysusers.d/reel.conf": 0o644, "opt/reel/lib/tmpfiles.d/reel.conf": 0o644,
+        "etc/reel/reeld.toml": 0o644,
+        "opt/reel/share/bash-completion/completions/reelctl": None,
+        "opt/reel/share/zsh/site-functions/_reelctl": None,
+        "opt/reel/share/fish/vendor_completions.d/reelctl.fish": None,
+    }
+    for rel, mode in want.items():
+        f = dest / rel
+        assert f.is_file() and f.stat().st_size > 0, f"{rel} missing or empty"
+        if mode is not None:
+            assert f.stat().st_mode & 0o777 == mode, f"{rel} has mode {oct(f.stat().st_mode & 0o777)}"
+    unit = (dest / "opt/reel/lib/systemd/system/reeld.service").read_text()
+    assert "ExecStart=/opt/reel/bin/reeld --config /etc/reel/reeld.toml" in unit
+    assert "_reelctl" in (dest / "opt/reel/share/bash-completion/completions/reelctl").read_text()
+    check = subprocess.run([str(dest / "opt/reel/bin/reeld"), "--check-config", "--config", str(dest / "etc/reel/reeld.toml")],
+                           capture_output=True, text=True, timeout=30)
+    assert check.returncode == 0, check.stderr
+    # The units as installed verify (ExecStart points into DESTDIR for the check only).
+    for name in ("reeld.service", "reeld.socket"):
+        p = dest / "opt/reel/lib/systemd/system" / name
+        (tmp_path / name).write_text(p.read_text().replace("/opt/reel/bin/reeld", str(dest / "opt/reel/bin/reeld")))
+    v = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "reeld.service"), str(tmp_path / "reeld.socket")],
+                       capture_output=True, text=True, timeout=60)
+    assert v.returncode == 0 and not (v.stdout + v.stderr).strip(), v.stdout + v.stderr
+
+
+def test_install_keeps_an_edited_config(reel_bin_dir, tmp_path):
+    dest = tmp_path / "dest"
+    make_install(reel_bin_dir, dest, "/usr/local")
+    conf = dest / "etc/reel/reeld.toml"
+    conf.write_text('crf = 20\n')
+    p = make_install(reel_bin_dir, dest, "/usr/local")
+    assert conf.read_text() == 'crf = 20\n'
+    assert (dest / "etc/reel/reeld.toml.new").is_file()
+    assert "kept" in p.stdout

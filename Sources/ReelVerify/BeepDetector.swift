@@ -76,15 +76,31 @@ public final class BeepDetector {
 
     /// Feeds samples (channel 0, full scale 1.0 = 32768 in S16).
     public func feed(_ samples: UnsafeBufferPointer<Int16>) {
-        let n = cosTable.count
-        for s in samples {
-            let x = Double(s) / 32768.0
-            xi.append(x * cosTable[phaseIndex])
-            xq.append(x * sinTable[phaseIndex])
-            phaseIndex += 1
-            if phaseIndex == n { phaseIndex = 0 }
+        let count = samples.count
+        guard count > 0 else { return }
+        let first = xi.count
+        xi.append(contentsOf: repeatElement(0, count: count))
+        xq.append(contentsOf: repeatElement(0, count: count))
+        // Hot loop on raw buffers and locals (no per-sample exclusivity checks on the class).
+        var ph = phaseIndex
+        xi.withUnsafeMutableBufferPointer { pi in
+            xq.withUnsafeMutableBufferPointer { pq in
+                cosTable.withUnsafeBufferPointer { ct in
+                    sinTable.withUnsafeBufferPointer { st in
+                        let n = ct.count
+                        for k in 0..<count {
+                            let x = Double(samples[k]) / 32768.0
+                            pi[first + k] = x * ct[ph]
+                            pq[first + k] = x * st[ph]
+                            ph += 1
+                            if ph == n { ph = 0 }
+                        }
+                    }
+                }
+            }
         }
-        total += Int64(samples.count)
+        phaseIndex = ph
+        total += Int64(count)
         advance(final: false)
         compact()
     }
@@ -109,31 +125,55 @@ public final class BeepDetector {
 
     private func advance(final: Bool) {
         let Ls = Int64(L), h = Int64(halfL)
-        while nextEnv < total {
-            let i = nextEnv
-            // Centred moving mean over L samples, window [i - L//2, +L) clipped to the
-            // stream: numpy's clip puts the window at [0, L) near the start and cuts it at the end.
-            let lo = max(0, i - h)
-            var hi = lo + Ls
-            if hi > total {
-                if !final { return }
-                hi = total
+        let total = self.total, xBase = self.xBase
+        // 1. The envelope of every index whose window is complete, into `batch` (locals only).
+        var batch: [Double] = []
+        var i = nextEnv
+        var (sI, sQ, lo0, hi0, since) = (sumI, sumQ, sumLo, sumHi, sinceExactSum)
+        let invL = 1.0 / Double(L)
+        xi.withUnsafeBufferPointer { pi in
+            xq.withUnsafeBufferPointer { pq in
+                batch.reserveCapacity(Int(max(0, total - i)))
+                while i < total {
+                    // Centred moving mean over L samples, window [i - L//2, +L) clipped to the
+                    // stream: numpy's clip puts it at [0, L) near the start and cuts it at the end.
+                    let lo = max(0, i - h)
+                    var hi = lo + Ls
+                    if hi > total {
+                        if !final { break }
+                        hi = total
+                    }
+                    if since >= 4096 || lo0 > lo || lo >= hi0 {
+                        // exact sum now and then, so rounding in the running sum cannot build up
+                        sI = 0; sQ = 0
+                        for k in Int(lo - xBase)..<Int(hi - xBase) { sI += pi[k]; sQ += pq[k] }
+                        lo0 = lo; hi0 = hi; since = 0
+                    } else {
+                        while hi0 < hi { let k = Int(hi0 - xBase); sI += pi[k]; sQ += pq[k]; hi0 += 1 }
+                        while lo0 < lo { let k = Int(lo0 - xBase); sI -= pi[k]; sQ -= pq[k]; lo0 += 1 }
+                        since += 1
+                    }
+                    let mi = sI * invL, mq = sQ * invL
+                    batch.append(2 * (mi * mi + mq * mq).squareRoot())
+                    i += 1
+                }
             }
-            if sinceExactSum >= 4096 || sumLo > lo || lo >= sumHi {
-                sumI = 0; sumQ = 0
-                var k = lo
-                while k < hi { let (a, b) = x(k); sumI += a; sumQ += b; k += 1 }
-                sumLo = lo; sumHi = hi; sinceExactSum = 0
-            } else {
-                while sumHi < hi { let (a, b) = x(sumHi); sumI += a; sumQ += b; sumHi += 1 }
-                while sumLo < lo { let (a, b) = x(sumLo); sumI -= a; sumQ -= b; sumLo += 1 }
-                sinceExactSum += 1
+        }
+        (sumI, sumQ, sumLo, sumHi, sinceExactSum) = (sI, sQ, lo0, hi0, since)
+        guard !batch.isEmpty else { return }
+        // 2. The region state machine over the batch (env first: finalize reads it).
+        let from = nextEnv
+        env.append(contentsOf: batch)
+        nextEnv = i
+        var k = 0
+        while k < batch.count {
+            if case .idle = state {
+                // fast path: nothing open, skip to the next sample above the threshold
+                while k < batch.count && !(batch[k] > 0.1) { k += 1 }
+                if k == batch.count { break }
             }
-            let mi = sumI / Double(L), mq = sumQ / Double(L)
-            let e = 2 * (mi * mi + mq * mq).squareRoot()
-            env.append(e)
-            nextEnv += 1
-            step(i, above: e > 0.1)
+            step(from + Int64(k), above: batch[k] > 0.1)
+            k += 1
         }
     }
 

@@ -283,3 +283,64 @@ extension Report {
         ])
     }
 }
+
+// MARK: - schedule checks: the oracle's `schedule_defects()`
+
+/// A pause window in source time: [pause, resume), exact.
+public struct PauseWindow: Sendable {
+    public var pause: Fraction, resume: Fraction
+    public init(pause: Fraction, resume: Fraction) { self.pause = pause; self.resume = resume }
+}
+
+extension Report {
+    /// Checks against a known schedule. A correct recording has pauses.count + 1 segments; each
+    /// jump equals resume - pause within `tolLen`; each segment ends at its pause and the next
+    /// starts at its resume within `tolPos`; no frame starts inside [pause + tolPos, resume - tolPos).
+    /// With `stop`, the last segment ends at stop within `tolStop`. Tolerances in seconds.
+    public func scheduleDefects(_ pauses: [PauseWindow], tolPos: Fraction, tolLen: Fraction,
+                                stop: Fraction? = nil, tolStop: Fraction = Fraction(0)) -> [String] {
+        guard let v = video else { return ["no video"] }
+        var out: [String] = []
+        let segs = segments
+        if segs.count != pauses.count + 1 {
+            out.append("\(segs.count) segments, want \(pauses.count + 1) (source ms ranges "
+                       + pyList(segs.map { "(\($0.firstMs), \($0.lastMs))" }) + ")")
+        }
+        for (k, (p, j)) in zip(pauses, jumps).enumerated() {
+            let want = p.resume - p.pause
+            if j.pauseMs == nil || tolLen < (j.pauseMs! / Fraction(1000) - want).magnitude {
+                out.append("pause \(k): jump \(j.pauseMs.map { fmt($0.double, 3) } ?? "None") ms, measured pause "
+                           + "\(fmt(want.double * 1000, 1)) ms (tolerance \(fmt(tolLen.double * 1000, 1)) ms)")
+            }
+        }
+        for (k, p) in pauses.enumerated() {
+            let inside = v.frames.filter { f in
+                guard let n = f.n else { return false }
+                let t = Fraction(n) / v.fps
+                return !(t < p.pause + tolPos) && t < p.resume - tolPos
+            }
+            if !inside.isEmpty {
+                out.append("pause \(k) [\(fmt(p.pause.double, 4)), \(fmt(p.resume.double, 4))) s: \(inside.count) frames from inside it, "
+                           + "source ms \(Array(inside.map(\.ms).prefix(8))) at output frames \(Array(inside.map(\.i).prefix(8)))")
+            }
+            if k + 1 < segs.count {
+                let a = segs[k], b = segs[k + 1]
+                if a.sourceEnd == nil || tolPos < (a.sourceEnd! - p.pause).magnitude {
+                    out.append("segment \(k) ends at source \(optNum(a.sourceEnd?.double)) s, paused at \(fmt(p.pause.double, 4)) s "
+                               + "(tolerance \(fmt(tolPos.double * 1000, 1)) ms)")
+                }
+                if b.sourceStart == nil || tolPos < (b.sourceStart! - p.resume).magnitude {
+                    out.append("segment \(k + 1) starts at source \(optNum(b.sourceStart?.double)) s, resumed at \(fmt(p.resume.double, 4)) s "
+                               + "(tolerance \(fmt(tolPos.double * 1000, 1)) ms)")
+                }
+            }
+        }
+        if let stop, let last = segs.last {
+            if last.sourceEnd == nil || tolStop < (last.sourceEnd! - stop).magnitude {
+                out.append("last segment ends at source \(optNum(last.sourceEnd?.double)) s, stopped at \(fmt(stop.double, 4)) s "
+                           + "(tolerance \(fmt(tolStop.double * 1000, 1)) ms)")
+            }
+        }
+        return out
+    }
+}

@@ -96,7 +96,8 @@ func optFmt(_ x: Double?, _ digits: Int) -> String { x.map { fmt($0, digits) } ?
 // MARK: - The readable report
 
 extension Report {
-    public func text(syncToleranceMs: Double? = nil) -> String {
+    /// The readable report; `extraDefects` (for example schedule checks) join the final list.
+    public func text(syncToleranceMs: Double? = nil, extraDefects: [String] = []) -> String {
         var L = ["file: \(file)"]
         if let s = streams.video {
             L.append("video: \(s.codec ?? "?") \(s.profile ?? "?") \(s.pixFmt ?? "?") \(s.width)x\(s.height) "
@@ -159,7 +160,7 @@ extension Report {
             }
         }
         L.append("errors: " + (errors.isEmpty ? "none" : pyList(errors.map { "'\($0)'" })))
-        let d = defects(syncToleranceMs: syncToleranceMs)
+        let d = defects(syncToleranceMs: syncToleranceMs) + extraDefects
         L.append("defects: " + (d.isEmpty ? "none" : ""))
         L.append(contentsOf: d.map { "  - \($0)" })
         return L.joined(separator: "\n")
@@ -169,7 +170,7 @@ extension Report {
 // MARK: - JSON, with the oracle's keys
 
 extension Report {
-    public func json(syncToleranceMs: Double? = nil) -> JSON {
+    public func json(syncToleranceMs: Double? = nil, extraDefects: [String] = []) -> JSON {
         func secs(_ f: Fraction?) -> JSON { JSON.opt(f?.double) }
         var streamsJ: [(String, JSON)] = [("format", .opt(streams.format))]
         if let s = streams.video {
@@ -279,7 +280,7 @@ extension Report {
             ("file", .string(file)), ("streams", .object(streamsJ)), ("video", videoJ),
             ("segments", segJ), ("jumps", jumpJ), ("audio", audioJ), ("sync", syncJ),
             ("errors", .array(errors.map { .string($0) })),
-            ("defects", .array(defects(syncToleranceMs: syncToleranceMs).map { .string($0) })),
+            ("defects", .array((defects(syncToleranceMs: syncToleranceMs) + extraDefects).map { .string($0) })),
         ])
     }
 }

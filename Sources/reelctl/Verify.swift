@@ -13,7 +13,9 @@ struct Verify: ParsableCommand {
             each second. Reports the streams, the segments of consecutive source frames and each \
             jump between them (the pause cut), video pts off the one-frame grid, audio timestamp \
             gaps, every flash/beep pair with its offset (beep minus flash), the largest |offset| \
-            and the offset's drift, and a final list of defects.
+            and the offset's drift, and a final list of defects. With --pause, the file is also \
+            checked against that pause schedule: segment edges, jump lengths, no frame from inside \
+            a pause.
 
             Exit status: 0 when no defects, 1 when there are defects, 2 when FILE cannot be read.
             """)
@@ -28,10 +30,37 @@ struct Verify: ParsableCommand {
         "Largest |A/V offset| accepted, in ms (default: half a frame, 500/fps).", valueName: "ms"))
     var toleranceMs: Double?
 
+    @Option(name: .customLong("pause"), help: ArgumentHelp(
+        "A pause of the recording, in source seconds (exact decimals or N/D): the file must cut exactly [PAUSE, RESUME). Repeat for each pause, in order.",
+        valueName: "pause:resume"))
+    var pauses: [String] = []
+
+    @Option(name: .customLong("schedule-tolerance-ms"), help: ArgumentHelp(
+        "With --pause: how far segment edges and jump lengths may be from the schedule, in ms (default 0).",
+        valueName: "ms"))
+    var scheduleToleranceMs = "0"
+
     func validate() throws {
         if let t = toleranceMs, !(t >= 0) || !t.isFinite {
             throw ValidationError("--tolerance-ms must be a non-negative number of milliseconds")
         }
+        _ = try schedule()
+    }
+
+    /// The --pause windows and the schedule tolerance in seconds, parsed exactly.
+    func schedule() throws -> ([PauseWindow], Fraction) {
+        let windows = try pauses.map { text -> PauseWindow in
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 2, let p = Fraction(parsing: String(parts[0])), let r = Fraction(parsing: String(parts[1])),
+                  !(p < Fraction(0)), p < r else {
+                throw ValidationError("invalid --pause '\(text)': use PAUSE:RESUME in source seconds with PAUSE < RESUME, e.g. 2.0667:2.6667 or 31/15:40/15")
+            }
+            return PauseWindow(pause: p, resume: r)
+        }
+        guard let tol = Fraction(parsing: scheduleToleranceMs), !(tol < Fraction(0)) else {
+            throw ValidationError("invalid --schedule-tolerance-ms '\(scheduleToleranceMs)': use a non-negative number of milliseconds")
+        }
+        return (windows, tol / Fraction(1000))
     }
 
     func run() throws {
@@ -42,11 +71,13 @@ struct Verify: ParsableCommand {
             printError("verify: \(error.message)")
             throw ExitCode(ExitStatus.usage)
         }
+        let (windows, tol) = try schedule()
+        let scheduleDefects = windows.isEmpty ? [] : report.scheduleDefects(windows, tolPos: tol, tolLen: tol)
         if json {
-            print(report.json(syncToleranceMs: toleranceMs).text)
+            print(report.json(syncToleranceMs: toleranceMs, extraDefects: scheduleDefects).text)
         } else {
-            print(report.text(syncToleranceMs: toleranceMs))
+            print(report.text(syncToleranceMs: toleranceMs, extraDefects: scheduleDefects))
         }
-        if !report.defects(syncToleranceMs: toleranceMs).isEmpty { throw ExitCode(ExitStatus.refused) }
+        if !(report.defects(syncToleranceMs: toleranceMs) + scheduleDefects).isEmpty { throw ExitCode(ExitStatus.refused) }
     }
 }

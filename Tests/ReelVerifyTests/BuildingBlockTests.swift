@@ -32,6 +32,12 @@ final class BuildingBlockTests: XCTestCase {
         XCTAssertEqual(Fraction(-5, 2).roundedHalfEven, -2)
         XCTAssertEqual(Fraction(-7, 3).floor, -3)
         XCTAssertEqual(Fraction(-7, 3).ceil, -2)
+        XCTAssertEqual(Fraction(parsing: "2.0667"), Fraction(20667, 10000))
+        XCTAssertEqual(Fraction(parsing: "31/15"), Fraction(31, 15))
+        XCTAssertEqual(Fraction(parsing: "-0.5"), Fraction(-1, 2))
+        XCTAssertEqual(Fraction(parsing: ".25"), Fraction(1, 4))
+        XCTAssertEqual(Fraction(parsing: "7"), Fraction(7))
+        for bad in ["", "-", "1.2.3", "x", "1/0", "1e3", "."] { XCTAssertNil(Fraction(parsing: bad), bad) }
         XCTAssertEqual(inferFps(Fraction(15), steps: [1024: 78], tb: Fraction(1, 15360)).0, Fraction(15))
         // r_frame_rate far from the pts steps: the steps win
         let (fps, mode) = inferFps(Fraction(30), steps: [1024: 78, 3072: 1], tb: Fraction(1, 15360))

@@ -186,6 +186,20 @@ final class VerifyTests: XCTestCase {
         let late = try Synth.run(exe, ["verify", try Synth.file("audio_late_40ms"), "--tolerance-ms", "45"])
         XCTAssertEqual(late.status, 0, late.stdout)
 
+        // the pause schedule, as a user who knows when they paused gives it
+        let schedule = ["--pause", "31/15:40/15", "--pause", "4.4:76/15"]
+        let onSchedule = try Synth.run(exe, ["verify", try Synth.file("good")] + schedule)
+        XCTAssertEqual(onSchedule.status, 0, onSchedule.stdout)
+        let leak = try Synth.run(exe, ["verify", try Synth.file("frame_from_pause")] + schedule + ["--schedule-tolerance-ms", "116.7"])
+        XCTAssertEqual(leak.status, 1)
+        XCTAssertTrue(leak.stdout.contains("pause 0 [2.0667, 2.6667) s: 1 frames from inside it, source ms [2333]"), leak.stdout)
+        let wrong = try Synth.run(exe, ["verify", try Synth.file("good"), "--pause", "2:2.6667"])
+        XCTAssertEqual(wrong.status, 1)
+        XCTAssertTrue(wrong.stdout.contains("3 segments, want 2"), wrong.stdout)
+        let usage = try Synth.run(exe, ["verify", try Synth.file("good"), "--pause", "3:2"])
+        XCTAssertEqual(usage.status, 2)
+        XCTAssertTrue(usage.stderr.contains("invalid --pause '3:2'"), usage.stderr)
+
         let missing = try Synth.run(exe, ["verify", "/nonexistent/rec.mp4"])
         XCTAssertEqual(missing.status, 2)
         XCTAssertTrue(missing.stderr.contains("/nonexistent/rec.mp4") && missing.stderr.contains("No such file"), missing.stderr)

@@ -36,7 +36,7 @@ struct Verify: ParsableCommand {
     var pauses: [String] = []
 
     @Option(name: .customLong("schedule-tolerance-ms"), help: ArgumentHelp(
-        "With --pause: how far segment edges and jump lengths may be from the schedule, in ms (default 0).",
+        "With --pause: how far segment edges and jump lengths may be from the schedule, in ms.",
         valueName: "ms"))
     var scheduleToleranceMs = "0"
 

@@ -27,6 +27,8 @@ enum Synth {
         var audioGapMs = 0
         var ptsGapAtFrame: Int? = nil                       // output pts jump by extra frames there
         var ptsGapFrames = 0
+        var spans: [Range<Int>]? = nil                      // instead of the default pause schedule
+        var skewPpm = 0                                     // audio clock skew: beep k at round(k rate (1 + P/1e6))
     }
 
     static let variants: [String: Variant] = [
@@ -35,6 +37,9 @@ enum Synth {
         "frame_from_pause": Variant(extraFrames: [(31, 35)]),           // source frame 35 = 2333 ms, inside pause 1
         "pts_gap_at_resume": Variant(ptsGapAtFrame: 31, ptsGapFrames: 2),
         "audio_gap_at_resume": Variant(audioGapAt: 31, audioGapMs: 50),
+        // 10 s without pauses from a sound card 300 ppm fast, counted at the nominal rate:
+        // beep k lands 0.3 ms per second late, the drift a recorder without drift lock shows
+        "audio_skew_300ppm": Variant(spans: [0..<150], skewPpm: 300),
     ]
 
     static func frameMs(_ n: Int) -> UInt32 { UInt32(truncatingIfNeeded: n * 1000 / fps) }
@@ -63,10 +68,14 @@ enum Synth {
     }
 
     /// Source samples [m0, m1): a 100 ms 0.5 full-scale 1 kHz beep at every whole second k >= 1.
-    static func audio(_ m0: Int, _ m1: Int) -> [Int16] {
-        (m0..<m1).map { m in
-            let k = m / rate, j = m - k * rate
-            guard k >= 1, j < rate / 10 else { return 0 }
+    /// With skew P ppm, beep k starts at b_k = round(k * rate * (1 + P/1e6)).
+    static func audio(_ m0: Int, _ m1: Int, skewPpm: Int = 0) -> [Int16] {
+        func start(_ k: Int) -> Int { (k * rate * (1_000_000 + skewPpm) + 500_000) / 1_000_000 }
+        return (m0..<m1).map { m in
+            var k = max(1, m / rate + 1)
+            while k > 1 && start(k) > m { k -= 1 }
+            let j = m - start(k)
+            guard j >= 0, j < rate / 10 else { return 0 }
             return Int16((0.5 * sin(2 * Double.pi * 1000 * Double(j) / Double(rate)) * 32767).rounded())
         }
     }
@@ -76,13 +85,13 @@ enum Synth {
 
     /// Encodes the variant into dir/name.mp4 (libx264 High yuv420p + AAC, as synth.py does).
     static func build(_ name: String, _ v: Variant, in dir: String) throws -> String {
-        var seq = spans.flatMap { Array($0) }
+        var seq = (v.spans ?? spans).flatMap { Array($0) }
         for e in v.extraFrames.sorted(by: { $0.after > $1.after }) { seq.insert(e.source, at: e.after) }
         let vpath = dir + "/\(name).yuv", apath = dir + "/\(name).pcm", out = dir + "/\(name).mp4"
         var video = Data()
         for n in seq { video.append(contentsOf: frame(n)) }
         try video.write(to: URL(fileURLWithPath: vpath))
-        var chunks = seq.map { audio(sampleAt($0), sampleAt($0 + 1)) }
+        var chunks = seq.map { audio(sampleAt($0), sampleAt($0 + 1), skewPpm: v.skewPpm) }
         if let at = v.audioGapAt { chunks.insert([Int16](repeating: 0, count: rate * v.audioGapMs / 1000), at: at) }
         var pcm = chunks.flatMap { $0 }
         if v.audioShiftMs > 0 {

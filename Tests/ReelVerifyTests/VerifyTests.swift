@@ -109,6 +109,17 @@ final class VerifyTests: XCTestCase {
         for o in late { XCTAssertEqual(o, 50, accuracy: 1) }
     }
 
+    func testMeasuresTheDriftOfASkewedAudioClock() throws {
+        let r = try report("audio_skew_300ppm")
+        XCTAssertEqual(r.segments.count, 1)
+        let sy = try XCTUnwrap(r.sync)
+        XCTAssertEqual(sy.pairs.count, 9)
+        for p in sy.pairs { XCTAssertEqual(p.offsetMs, p.t.double * 0.3, accuracy: 0.05, "flash at \(p.t.double) s") }
+        XCTAssertEqual(try XCTUnwrap(sy.offsetDriftPpm), 300, accuracy: 5)
+        XCTAssertEqual(r.defects(), [], "2.7 ms after 9 s is within half a frame")
+        XCTAssertTrue(r.defects(syncToleranceMs: 2).contains { $0.contains("flash/beep pairs off by more than 2.0 ms") })
+    }
+
     // MARK: - the Python oracle on the same files
 
     struct OracleView {
@@ -116,6 +127,7 @@ final class VerifyTests: XCTestCase {
         var jumpsMs: [Double?]
         var offsetsMs: [Double]
         var defects: Int
+        var driftPpm: Double?
     }
 
     func oracle(_ path: String) throws -> OracleView {
@@ -130,7 +142,7 @@ final class VerifyTests: XCTestCase {
         let pairs = try XCTUnwrap(sync["pairs"] as? [[String: Any]])
         return OracleView(segments: segs.count, jumpsMs: jumps.map { $0["pause_ms"] as? Double },
                           offsetsMs: pairs.compactMap { $0["offset_ms"] as? Double },
-                          defects: (j["defects"] as? [Any])?.count ?? -1)
+                          defects: (j["defects"] as? [Any])?.count ?? -1, driftPpm: sync["offset_drift_ppm"] as? Double)
     }
 
     func testAgreesWithThePythonOracle() throws {
@@ -147,6 +159,8 @@ final class VerifyTests: XCTestCase {
             XCTAssertEqual(offs.count, theirs.offsetsMs.count, name)
             for (a, b) in zip(offs, theirs.offsetsMs) { XCTAssertEqual(a, b, accuracy: 0.5, name) }
             XCTAssertEqual(mine.defects().count, theirs.defects, "\(name): \(mine.defects())")
+            XCTAssertEqual(mine.sync?.offsetDriftPpm == nil, theirs.driftPpm == nil, name)
+            if let a = mine.sync?.offsetDriftPpm, let b = theirs.driftPpm { XCTAssertEqual(a, b, accuracy: 1, name) }
         }
     }
 

@@ -47,8 +47,12 @@ let package = Package(
                                          .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                          .product(name: "Logging", package: "swift-log")],
                           path: "Sources/reeld"),
+        // --- `reelctl verify`: checks a recording of the synthetic sources (port of scripts/reel_verify.py).
+        // CX264 only because CReelShim.o references x264 and must link (see Scanner.swift). ---
+        .target(name: "ReelVerify", dependencies: ["ReelCore", "CFFmpeg", "CReelShim", "CX264"], path: "Sources/ReelVerify"),
+
         .executableTarget(name: "reelctl",
-                          dependencies: ["ReelControl", "ReelCore",
+                          dependencies: ["ReelControl", "ReelCore", "ReelVerify",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/reelctl"),
 
@@ -56,6 +60,7 @@ let package = Package(
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore", "CFFmpeg"], path: "Tests/ReelMediaTests"),
         .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelDaemon"], path: "Tests/ReelControlTests"),
         .testTarget(name: "ReelDaemonTests", dependencies: ["ReelDaemon", "ReelControl", "ReelCore"], path: "Tests/ReelDaemonTests"),
+        .testTarget(name: "ReelVerifyTests", dependencies: ["ReelVerify"], path: "Tests/ReelVerifyTests"),
     ],
     swiftLanguageModes: [.v6]
 )

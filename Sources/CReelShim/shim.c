@@ -1,3 +1,46 @@
 #include "CReelShim.h"
 
 x264_t *creel_x264_encoder_open(x264_param_t *param) { return x264_encoder_open(param); }
+
+#include <pthread.h>
+#include <string.h>
+#include <libavutil/log.h>
+
+static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
+static char capture_buf[16384];
+static size_t capture_len;
+
+static void capture_callback(void *avcl, int level, const char *fmt, va_list vl) {
+    if (level > AV_LOG_ERROR) return;
+    char line[1024];
+    int prefix = 1;
+    if (av_log_format_line2(avcl, level, fmt, vl, line, sizeof line, &prefix) < 0) return;
+    size_t n = strnlen(line, sizeof line);
+    pthread_mutex_lock(&capture_lock);
+    if (capture_len + n + 1 < sizeof capture_buf) {
+        memcpy(capture_buf + capture_len, line, n);
+        capture_len += n;
+        if (n == 0 || line[n - 1] != '\n') capture_buf[capture_len++] = '\n';
+        capture_buf[capture_len] = 0;
+    }
+    pthread_mutex_unlock(&capture_lock);
+}
+
+void creel_log_capture_begin(void) {
+    pthread_mutex_lock(&capture_lock);
+    capture_len = 0;
+    capture_buf[0] = 0;
+    pthread_mutex_unlock(&capture_lock);
+    av_log_set_callback(capture_callback);
+}
+
+void creel_log_capture_end(void) { av_log_set_callback(av_log_default_callback); }
+
+void creel_log_captured(char *buf, int size) {
+    if (size <= 0) return;
+    pthread_mutex_lock(&capture_lock);
+    size_t n = capture_len < (size_t)size - 1 ? capture_len : (size_t)size - 1;
+    memcpy(buf, capture_buf, n);
+    buf[n] = 0;
+    pthread_mutex_unlock(&capture_lock);
+}

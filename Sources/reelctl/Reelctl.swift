@@ -16,7 +16,7 @@ struct Reelctl: ParsableCommand {
             while not recording); 2 when reeld could not be reached or answered nothing usable, \
             and for usage errors.
             """,
-        subcommands: [Start.self, Pause.self, Resume.self, Stop.self, Status.self]
+        subcommands: [Start.self, Pause.self, Resume.self, Stop.self, Status.self, Verify.self]
     )
 
     @OptionGroup var global: GlobalOptions

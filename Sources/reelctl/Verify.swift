@@ -1,0 +1,83 @@
+import ArgumentParser
+import Foundation
+import ReelVerify
+
+/// `reelctl verify FILE`: checks a recording of `reeld --video test --audio test` (works
+/// without reeld; only reads the file).
+struct Verify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check a recording of the synthetic test sources: segments, pauses cut, timestamp gaps, A/V offset.",
+        discussion: """
+            FILE must be a recording of `reeld --video test --audio test` (see test-sources.md): \
+            a timecode strip, a white flash on the first frame of each second and a 1 kHz beep at \
+            each second. Reports the streams, the segments of consecutive source frames and each \
+            jump between them (the pause cut), video pts off the one-frame grid, audio timestamp \
+            gaps, every flash/beep pair with its offset (beep minus flash), the largest |offset| \
+            and the offset's drift, and a final list of defects. With --pause, the file is also \
+            checked against that pause schedule: segment edges, jump lengths, no frame from inside \
+            a pause.
+
+            Exit status: 0 when no defects, 1 when there are defects, 2 when FILE cannot be read.
+            """)
+
+    @Argument(help: ArgumentHelp("The MP4 file to check.", valueName: "file"))
+    var file: String
+
+    @Flag(name: .long, help: "Print one JSON object (the oracle's keys, plus 'defects') instead of the report.")
+    var json = false
+
+    @Option(name: .customLong("tolerance-ms"), help: ArgumentHelp(
+        "Largest |A/V offset| accepted, in ms (default: half a frame, 500/fps).", valueName: "ms"))
+    var toleranceMs: Double?
+
+    @Option(name: .customLong("pause"), help: ArgumentHelp(
+        "A pause of the recording, in source seconds (exact decimals or N/D): the file must cut exactly [PAUSE, RESUME). Repeat for each pause, in order.",
+        valueName: "pause:resume"))
+    var pauses: [String] = []
+
+    @Option(name: .customLong("schedule-tolerance-ms"), help: ArgumentHelp(
+        "With --pause: how far segment edges and jump lengths may be from the schedule, in ms.",
+        valueName: "ms"))
+    var scheduleToleranceMs = "0"
+
+    func validate() throws {
+        if let t = toleranceMs, !(t >= 0) || !t.isFinite {
+            throw ValidationError("--tolerance-ms must be a non-negative number of milliseconds")
+        }
+        _ = try schedule()
+    }
+
+    /// The --pause windows and the schedule tolerance in seconds, parsed exactly.
+    func schedule() throws -> ([PauseWindow], Fraction) {
+        let windows = try pauses.map { text -> PauseWindow in
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 2, let p = Fraction(parsing: String(parts[0])), let r = Fraction(parsing: String(parts[1])),
+                  !(p < Fraction(0)), p < r else {
+                throw ValidationError("invalid --pause '\(text)': use PAUSE:RESUME in source seconds with PAUSE < RESUME, e.g. 2.0667:2.6667 or 31/15:40/15")
+            }
+            return PauseWindow(pause: p, resume: r)
+        }
+        guard let tol = Fraction(parsing: scheduleToleranceMs), !(tol < Fraction(0)) else {
+            throw ValidationError("invalid --schedule-tolerance-ms '\(scheduleToleranceMs)': use a non-negative number of milliseconds")
+        }
+        return (windows, tol / Fraction(1000))
+    }
+
+    func run() throws {
+        let report: Report
+        do {
+            report = try analyze(path: file)
+        } catch {
+            printError("verify: \(error.message)")
+            throw ExitCode(ExitStatus.usage)
+        }
+        let (windows, tol) = try schedule()
+        let scheduleDefects = windows.isEmpty ? [] : report.scheduleDefects(windows, tolPos: tol, tolLen: tol)
+        if json {
+            print(report.json(syncToleranceMs: toleranceMs, extraDefects: scheduleDefects).text)
+        } else {
+            print(report.text(syncToleranceMs: toleranceMs, extraDefects: scheduleDefects))
+        }
+        if !(report.defects(syncToleranceMs: toleranceMs) + scheduleDefects).isEmpty { throw ExitCode(ExitStatus.refused) }
+    }
+}

@@ -8,7 +8,8 @@ PYTHON ?= /usr/bin/python3
 SWIFT ?= swift
 RELEASE_BIN := $(CURDIR)/.build/release
 DEB_PACKAGES := pkg-config libx264-dev libavformat-dev libavcodec-dev libavutil-dev libswresample-dev \
-                libyuv-dev ffmpeg python3 python3-numpy python3-pytest
+                libyuv-dev libv4l-dev libasound2-dev libturbojpeg0-dev v4l-utils alsa-utils \
+                ffmpeg python3 python3-numpy python3-pytest
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Installs only what is missing (dpkg-query), so a second run costs nothing.

@@ -5,8 +5,16 @@ import ReelMedia
 
 /// Which sources and encoder settings a recording uses.
 public struct RecorderConfig: Sendable {
-    public enum Video: Sendable { case none, test(VideoFormat) }
-    public enum Audio: Sendable { case none, test(AudioFormat, skewPpm: Int64) }
+    public enum Video: Sendable {
+        case none, test(VideoFormat)
+        /// A V4L2 camera (`/dev/videoN`) at exactly this format, size and rate.
+        case v4l2(device: String, CameraRequest)
+    }
+    public enum Audio: Sendable {
+        case none, test(AudioFormat, skewPpm: Int64)
+        /// An ALSA capture device (`hw:1,0`, `plughw:1,0`, `default`, ...).
+        case alsa(device: String, AudioFormat)
+    }
     public var outputDir: String
     public var video: Video
     public var audio: Audio
@@ -16,8 +24,35 @@ public struct RecorderConfig: Sendable {
     public init(outputDir: String, video: Video, audio: Audio, paced: Bool, h264: H264Settings, aac: AACSettings) {
         self.outputDir = outputDir; self.video = video; self.audio = audio; self.paced = paced; self.h264 = h264; self.aac = aac
     }
-    public var videoFormat: VideoFormat? { if case let .test(f) = video { return f }; return nil }
-    public var audioFormat: AudioFormat? { if case let .test(f, _) = audio { return f }; return nil }
+    /// What the pipeline receives from the video source (a camera's MJPEG arrives as I420).
+    public var videoFormat: VideoFormat? {
+        switch video {
+        case .none: return nil
+        case let .test(f): return f
+        case let .v4l2(_, r): return VideoFormat(width: r.width, height: r.height, fps: r.fps, pixelFormat: r.pixelFormat.delivered)
+        }
+    }
+    public var audioFormat: AudioFormat? {
+        switch audio {
+        case .none: return nil
+        case let .test(f, _), let .alsa(_, f): return f
+        }
+    }
+    /// The video source as status shows it while idle, e.g. "v4l2 /dev/video0 640x360 30 yuyv".
+    public var videoDescription: String {
+        switch video {
+        case .none: return "none"
+        case let .test(f): return "test \(f.width)x\(f.height) \(f.fps) \(f.pixelFormat.rawValue)"
+        case let .v4l2(d, r): return "v4l2 \(d) \(r.width)x\(r.height) \(r.fps) \(r.pixelFormat.rawValue)"
+        }
+    }
+    public var audioDescription: String {
+        switch audio {
+        case .none: return "none"
+        case let .test(f, _): return "test \(f.sampleRate) Hz \(f.channels) ch"
+        case let .alsa(d, f): return "alsa \(d) \(f.sampleRate) Hz \(f.channels) ch"
+        }
+    }
 }
 
 /// What the control plane can see of a running recording; published by the pipeline thread.
@@ -31,6 +66,8 @@ public struct SessionSnapshot: Sendable {
     public var audioSamples: Int64 = 0
     public var audioFilledSamples: Int64 = 0
     public var timestampFixes: Int = 0
+    /// Why a source stopped the recording early (device gone), naming the device.
+    public var sourceError: String?
 }
 
 /// One recording: sources -> timeline -> encoders -> MP4, from `start` to the renamed file.
@@ -87,10 +124,12 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         switch config.video {
         case .none: vs = nil
         case let .test(f): vs = TestVideoSource(format: f, paced: config.paced)
+        case let .v4l2(device, request): vs = try V4L2VideoSource(path: device, request: request, logger: logger)
         }
         switch config.audio {
         case .none: aso = nil
         case let .test(f, skew): aso = TestAudioSource(format: f, skewPpm: skew, paced: config.paced)
+        case let .alsa(device, f): aso = try ALSAAudioSource(device: device, format: f, logger: logger)
         }
         videoSource = vs
         audioSource = aso
@@ -258,6 +297,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         s.audioFilledSamples = audioFilled
         s.droppedFrames = (videoSource?.dropped ?? 0) + Int64(timeline.videoNonMonotonic)
         s.timestampFixes = ptsFixes + timeline.videoOutputFixes
+        s.sourceError = sourceFailure
         // Recorded duration: the output reached so far (video frame end, or audio length).
         var recorded: Nanos = 0
         if let out = lastKeptOutput, let f = config.videoFormat { recorded = out + f.frameTime(1) }

@@ -24,11 +24,17 @@ struct Reeld: ParsableCommand {
     @Option(name: .customLong("output-dir"), help: "Directory for recordings (created if missing).")
     var outputDir = "/var/lib/reel"
 
-    @Option(help: "Video source: 'test' (the synthetic sync source) or 'none'.")
+    @Option(help: "Video source: a V4L2 camera '/dev/videoN' (or 'v4l2:/dev/videoN'), 'test' (the synthetic sync source) or 'none'. See --list-devices.")
     var video = "test"
 
-    @Option(help: "Audio source: 'test' (the synthetic sync source) or 'none'.")
+    @Option(help: "Audio source: an ALSA capture device 'alsa:NAME' (alsa:hw:1,0, alsa:plughw:1,0, alsa:default), 'test' (the synthetic sync source) or 'none'.")
     var audio = "test"
+
+    @Flag(name: .customLong("list-devices"), help: "Print the V4L2 cameras (formats, sizes, frame rates) and ALSA capture devices, then exit.")
+    var listDevices = false
+
+    @Flag(help: "With --list-devices: print JSON (the protocol's devices object).")
+    var json = false
 
     @Option(help: "Video size WxH (even numbers).")
     var size = "640x360"
@@ -36,7 +42,7 @@ struct Reeld: ParsableCommand {
     @Option(help: "Frame rate: N or N/D (e.g. 30, 30000/1001).")
     var fps = "30"
 
-    @Option(name: .customLong("pixel-format"), help: "Source pixel format: yuyv, uyvy, i420, nv12.")
+    @Option(name: .customLong("pixel-format"), help: "Source pixel format: yuyv, uyvy, nv12, yuv420 (= i420); cameras also mjpeg.")
     var pixelFormat = "yuyv"
 
     @Option(name: .customLong("sample-rate"), help: "Audio sample rate in Hz.")
@@ -91,9 +97,10 @@ struct Reeld: ParsableCommand {
         guard let rate = Rational(parsing: fps), rate.num * 1 <= 240 * rate.den else {
             throw ValidationError("invalid --fps '\(fps)': use N or N/D up to 240, e.g. 30 or 30000/1001")
         }
-        guard let pf = PixelFormat(rawValue: pixelFormat.lowercased()) else {
-            throw ValidationError("invalid --pixel-format '\(pixelFormat)' (use \(PixelFormat.allCases.map(\.rawValue).joined(separator: ", ")))")
+        guard let cpf = CameraPixelFormat(name: pixelFormat) else {
+            throw ValidationError("invalid --pixel-format '\(pixelFormat)' (use \(CameraPixelFormat.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
+        let pf = cpf.delivered
         guard (8000...192_000).contains(sampleRate) else { throw ValidationError("invalid --sample-rate \(sampleRate): use 8000 to 192000 Hz") }
         guard (1...8).contains(channels) else { throw ValidationError("invalid --channels \(channels): use 1 to 8") }
         guard (0...51).contains(crf) else { throw ValidationError("invalid --crf \(crf): use 0 to 51") }
@@ -103,15 +110,28 @@ struct Reeld: ParsableCommand {
         let af = AudioFormat(sampleRate: sampleRate, channels: channels)
         let v: RecorderConfig.Video
         switch video {
-        case "test": v = .test(vf)
+        case "test":
+            guard cpf != .mjpeg else { throw ValidationError("--pixel-format mjpeg needs a camera: the test source renders yuyv, uyvy, nv12 or yuv420") }
+            v = .test(vf)
         case "none": v = .none
-        default: throw ValidationError("unsupported --video '\(video)' (use 'test' or 'none')")
+        default:
+            let path = video.hasPrefix("v4l2:") ? String(video.dropFirst(5)) : video
+            guard path.hasPrefix("/dev/") else {
+                throw ValidationError("unsupported --video '\(video)' (use a camera such as /dev/video0 or v4l2:/dev/video0, 'test' or 'none'; see 'reeld --list-devices')")
+            }
+            guard !unpaced else { throw ValidationError("--unpaced applies to the synthetic sources only, not to camera \(path)") }
+            v = .v4l2(device: path, CameraRequest(width: w, height: h, fps: rate, pixelFormat: cpf))
         }
         let a: RecorderConfig.Audio
         switch audio {
         case "test": a = .test(af, skewPpm: testAudioSkewPpm)
         case "none": a = .none
-        default: throw ValidationError("unsupported --audio '\(audio)' (use 'test' or 'none')")
+        default:
+            guard audio.hasPrefix("alsa:"), audio.count > 5 else {
+                throw ValidationError("unsupported --audio '\(audio)' (use an ALSA device such as alsa:default or alsa:hw:1,0, 'test' or 'none'; see 'reeld --list-devices')")
+            }
+            guard !unpaced else { throw ValidationError("--unpaced applies to the synthetic sources only, not to \(audio)") }
+            a = .alsa(device: String(audio.dropFirst(5)), af)
         }
         if case .none = v, case .none = a { throw ValidationError("--video none and --audio none: nothing to record") }
         var h264 = H264Settings()
@@ -124,6 +144,11 @@ struct Reeld: ParsableCommand {
     }
 
     func run() throws {
+        if listDevices {
+            let list = listCaptureDevices()
+            print(json ? try Wire.text(list) : DevicesText.render(list), terminator: json ? "\n" : "")
+            return
+        }
         let env = ProcessInfo.processInfo.environment
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let journal = env["JOURNAL_STREAM"] != nil

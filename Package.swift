@@ -59,7 +59,6 @@ let package = Package(
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"], path: "Tests/ReelCoreTests"),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore", "CFFmpeg"], path: "Tests/ReelMediaTests"),
         .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelDaemon"], path: "Tests/ReelControlTests"),
-        .testTarget(name: "ReelDaemonTests", dependencies: ["ReelDaemon", "ReelCore"], path: "Tests/ReelDaemonTests"),
     ],
     swiftLanguageModes: [.v6]
 )

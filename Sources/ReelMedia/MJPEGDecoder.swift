@@ -4,7 +4,8 @@ internal import CYUV
 /// Decodes one MJPEG frame (a JPEG image) with libturbojpeg straight into a tightly packed I420
 /// buffer of the caller's (a pool slot). 4:2:0 JPEGs decode directly into the slot; 4:2:2,
 /// 4:4:4 and greyscale (what webcams send) decode to planes this decoder owns, then libyuv
-/// subsamples them. One owner of the `tjhandle`; used by one thread at a time.
+/// subsamples them. JPEG (JFIF) samples are full range; the output is converted to the limited
+/// (video) range H.264 assumes. One owner of the `tjhandle`; used by one thread at a time.
 public final class MJPEGDecoder {
     public let width: Int
     public let height: Int
@@ -14,6 +15,9 @@ public final class MJPEGDecoder {
     // Owned 3-entry plane-pointer and stride arrays for libturbojpeg (no per-frame allocation).
     private let planePtrs: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>
     private let strides: UnsafeMutablePointer<Int32>
+    /// Full-to-limited range tables: Y 0...255 -> 16...235, Cb/Cr 0...255 -> 16...240.
+    private let lumaRange: [UInt8] = (0..<256).map { UInt8(16 + ($0 * 219 + 127) / 255) }
+    private let chromaRange: [UInt8] = (0..<256).map { UInt8(16 + ($0 * 224 + 127) / 255) }
 
     public init(width: Int, height: Int) throws {
         guard width > 0, height > 0, width % 2 == 0, height % 2 == 0 else {
@@ -64,6 +68,7 @@ public final class MJPEGDecoder {
         let y = out, u = out + width * height, v = u + (width / 2) * (height / 2)
         if subsamp == Int32(TJSAMP_420.rawValue) {
             try decodePlanes(src, jpeg.count, (y, u, v), chromaStride: width / 2)
+            toLimitedRange(out)
             return
         }
         // Other subsamplings: full-size scratch planes (enough for 4:4:4), then libyuv.
@@ -84,6 +89,18 @@ public final class MJPEGDecoder {
         default: r = I422ToI420(sy, W, su, cw, sv, cw, y, W, u, cw, v, cw, W, H)
         }
         guard r == 0 else { throw MediaError("libyuv failed to subsample a \(width)x\(height) MJPEG frame (code \(r))") }
+        toLimitedRange(out)
+    }
+
+    /// Maps the decoded full-range I420 in place to limited range.
+    private func toLimitedRange(_ p: UnsafeMutablePointer<UInt8>) {
+        let ySize = width * height, total = outputBytes
+        lumaRange.withUnsafeBufferPointer { ly in
+            for i in 0..<ySize { p[i] = ly[Int(p[i])] }
+        }
+        chromaRange.withUnsafeBufferPointer { lc in
+            for i in ySize..<total { p[i] = lc[Int(p[i])] }
+        }
     }
 
     private func errorText() -> String {

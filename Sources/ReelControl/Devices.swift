@@ -99,12 +99,15 @@ public enum DevicesText {
             if let e = d.error { rows.append(["  " + d.path, d.name, "-", "-", e]); continue }
             if d.formats.isEmpty { rows.append(["  " + d.path, d.name, "-", "-", "no capture formats"]) }
             for f in d.formats {
-                let fmt = f.pixelFormat.map { "\($0) (\(f.fourcc))" } ?? "\(f.fourcc) (unsupported)"
+                guard let pf = f.pixelFormat else { continue }
+                let fmt = "\(pf) (\(f.fourcc))"
                 if f.sizes.isEmpty { rows.append(["  " + d.path, d.name, fmt, "-", "-"]) }
                 for s in f.sizes {
                     rows.append(["  " + d.path, d.name, fmt, "\(s.width)x\(s.height)", s.fps.joined(separator: ", ")])
                 }
             }
+            let other = d.formats.filter { $0.pixelFormat == nil }.map(\.fourcc)
+            if !other.isEmpty { rows.append(["  " + d.path, d.name, "unsupported", "-", other.joined(separator: " ")]) }
         }
         if rows.count > 1 { table(rows) }
         out += "Audio capture devices (--audio alsa:DEVICE; alsa:default and alsa:plughw:C,D also work):\n"

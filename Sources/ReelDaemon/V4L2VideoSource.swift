@@ -89,6 +89,10 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
         let frameBytes = format.pixelFormat.frameBytes(width: format.width, height: format.height)
         var silentSince = SystemClock.now()
         var warnedSilent = false
+        var captured: Int64 = 0, lostByCamera: Int64 = 0, dropped: Int64 = 0
+        defer {
+            logger.info("camera \(path): \(captured) frames dequeued, \(lostByCamera) lost by the camera (sequence gaps), \(dropped) dropped here (pipeline behind or bad frame)")
+        }
         while !isStopping {
             pfd.revents = 0
             let r = poll(&pfd, 1, 100)  // wakes at least every 100 ms to see `stop`
@@ -124,7 +128,11 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
                 }
                 time = SystemClock.now()
             }
-            if let last { let gap = sequenceGap(previous: last, current: buf.sequence); if gap > 0 { countDrops(Int64(gap)) } }
+            captured += 1
+            if let last {
+                let gap = sequenceGap(previous: last, current: buf.sequence)
+                if gap > 0 { countDrops(Int64(gap)); lostByCamera += Int64(gap) }
+            }
             last = buf.sequence
             let index = buf.index
             let ok = buf.flags & UInt32(V4L2_BUF_FLAG_ERROR) == 0 && Int(index) < device.buffers.count
@@ -134,14 +142,14 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
                 // Safe: p maps `len` bytes of buffer `index`, dequeued so the driver is not writing it.
                 if fill(slot: slot, from: UnsafeRawBufferPointer(start: p, count: used), frameBytes: frameBytes) {
                     requeue(index)
-                    if !sink.deliver(.video(slot: slot, time: time), wait: false) { pool.release(slot); countDrop() }
+                    if !sink.deliver(.video(slot: slot, time: time), wait: false) { pool.release(slot); countDrop(); dropped += 1 }
                 } else {
                     requeue(index)
-                    pool.release(slot); countDrop()
+                    pool.release(slot); countDrop(); dropped += 1
                 }
             } else {
                 requeue(index)
-                countDrop()  // corrupt buffer, or the pipeline holds every slot
+                countDrop(); dropped += 1  // corrupt buffer, or the pipeline holds every slot
             }
         }
         _ = device.streamOff()

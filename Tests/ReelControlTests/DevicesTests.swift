@@ -26,8 +26,8 @@ final class DevicesTests: XCTestCase {
 
     func testDevicesTable() {
         let text = DevicesText.render(list)
-        XCTAssertTrue(text.contains("  /dev/video0  vivid  yuyv (YUYV)         640x360  30, 25/2\n"), text)
-        XCTAssertTrue(text.contains("RGBP (unsupported)"), text)
+        XCTAssertTrue(text.contains("  /dev/video0  vivid  yuyv (YUYV)  640x360  30, 25/2\n"), text)
+        XCTAssertTrue(text.contains("  /dev/video0  vivid  unsupported  -        RGBP\n"), text)
         XCTAssertTrue(text.contains("  hw:Loopback,1  Loopback  Loopback PCM  S16_LE"), text)
         let empty = DevicesText.render(DeviceList(video: [], audio: []))
         XCTAssertTrue(empty.contains("none found (is the camera plugged in?"), empty)

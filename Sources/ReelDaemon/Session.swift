@@ -105,6 +105,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private var fifo: AudioFifo
     private let silence: [Int16]
     private var lastVideoPts: Int64 = Int64.min
+    private var lastVideoSlot: Int64 = Int64.min
     private var lastKeptOutput: Nanos?
     private var ptsFixes = 0
     private var framesWritten: Int64 = 0
@@ -226,7 +227,15 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             defer { videoSource!.pool.release(slot) }
             guard case let .keep(out) = timeline.video(at: time), let h264, let converter else { return }
             let frame = try converter.convert(UnsafeRawBufferPointer(videoSource!.pool.buffer(slot)))
-            var pts = rescale(out, h264.timeBase.den, nanosPerSecond * h264.timeBase.num)
+            // The output frame slot nearest the capture time: a camera's timestamps jitter
+            // (vivid under emulation by ±10 ms), so they are snapped to the frame grid; a frame
+            // that lands on a taken slot takes the next one. Dropped frames leave empty slots,
+            // so timing still follows capture time. Synthetic frames are on the grid already.
+            let f = config.videoFormat!
+            var slot = rescale(out, f.fps.num, nanosPerSecond * f.fps.den)
+            if slot <= lastVideoSlot { slot = lastVideoSlot + 1 }
+            lastVideoSlot = slot
+            var pts = rescale(slot, h264.timeBase.den * f.fps.den, f.fps.num * h264.timeBase.num)
             if pts <= lastVideoPts { pts = lastVideoPts + 1; ptsFixes += 1 }
             lastVideoPts = pts
             lastKeptOutput = out

@@ -63,8 +63,8 @@ final class ALSAPCM {
         var period = snd_pcm_uframes_t(format.sampleRate / 100)
         var dir: Int32 = 0
         snd_pcm_hw_params_set_period_size_near(p, hw, &period, &dir)
-        // 20 periods (about 200 ms) of slack before an overrun on a busy machine.
-        var buffer = period * 20
+        // 50 periods (about 500 ms) of slack before an overrun when the thread is starved of CPU.
+        var buffer = period * 50
         snd_pcm_hw_params_set_buffer_size_near(p, hw, &buffer)
         rc = snd_pcm_hw_params(p, hw)
         guard rc >= 0 else { throw fail("the hardware refused the parameters (\(alsaErrorText(rc)))") }
@@ -132,7 +132,9 @@ public final class ALSAAudioSource: CaptureThread, CaptureSource, @unchecked Sen
     private var lost: Int64 = 0
     private var xruns: Int64 = 0
 
-    public init(device: String, format: AudioFormat, logger: Logger, poolSlots: Int = 64) throws {
+    /// `poolSlots` periods (about 10 ms each) may wait for the pipeline: 2 s by default, so an
+    /// encoder stall (a keyframe, a slow disk) never costs audio; only a longer one fills silence.
+    public init(device: String, format: AudioFormat, logger: Logger, poolSlots: Int = 200) throws {
         pcm = try ALSAPCM(name: device, format: format)
         deviceName = device
         self.format = format
@@ -167,6 +169,11 @@ public final class ALSAAudioSource: CaptureThread, CaptureSource, @unchecked Sen
         var expectedNext: Nanos?
         var recovered = false
         var ts = timespec()
+        var chunks: Int64 = 0, droppedChunks: Int64 = 0
+        defer {
+            let (l, x) = lostSamples
+            logger.info("ALSA device '\(deviceName)': \(sample) samples, \(chunks) periods read, \(x) overruns/suspends losing \(l) samples, \(droppedChunks) periods not delivered (pipeline behind, or finishing); lost spans inside the recording are filled with silence")
+        }
         while !isStopping {
             rc = snd_pcm_wait(p, 100)  // wakes at least every 100 ms to see `stop`
             if rc == 0 { continue }
@@ -206,13 +213,14 @@ public final class ALSAAudioSource: CaptureThread, CaptureSource, @unchecked Sen
             }
             recovered = false
             expectedNext = time + format.sampleTime(Int64(n))
+            chunks += 1
             if let slot = pool.tryAcquire() {
                 convert(frames: n * ch, into: pool.buffer(slot))
                 if !sink.deliver(.audio(slot: slot, frames: n, sample: sample, time: time), wait: false) {
-                    pool.release(slot); countDrop()
+                    pool.release(slot); countDrop(); droppedChunks += 1
                 }
             } else {
-                countDrop()  // the pipeline holds every slot: this chunk becomes silence
+                countDrop(); droppedChunks += 1  // the pipeline holds every slot: this chunk becomes silence
             }
             sample += Int64(n)
             n = 0

@@ -23,6 +23,11 @@ wait_state() {
 }
 CAM=/dev/video0 MIC=hw:Loopback,1,0 SPEAKER=hw:Loopback,0,0
 PRESET=${PRESET:-ultrafast}
+# Recordings go to the guest's tmpfs (a capture box's local disk), not through 9p, whose
+# synchronous writes under emulation stall the pipeline; collect copies them to /out.
+REC=/tmp/rec
+mkdir -p $REC
+collect() { cp $REC/*.mp4* "$OUT"/ 2>/dev/null || true; }
 # play: the host-made signal (/in/steps.wav, S16 48 kHz mono) into the loopback, in the background.
 play() {
     echo "play $(now) $(now) 0" >> "$OUT/times.txt"
@@ -34,7 +39,7 @@ reeld --list-devices
 reeld --list-devices --json > "$OUT/list-devices.json"
 try_start() {  # NAME REELD-ARGS...: start must fail; its stderr goes to NAME.err
     _name=$1; shift
-    reeld_start --audio none "$@"
+    reeld_start --output-dir $REC --audio none "$@"
     _rc=0; reelctl start --name "$_name" 2> "$OUT/$_name.err" || _rc=$?
     echo $_rc > "$OUT/$_name.rc"
     cat "$OUT/$_name.err"
@@ -45,7 +50,8 @@ try_start size --video $CAM --size 800x600 --fps 30 --pixel-format yuyv
 try_start rate --video $CAM --size 1280x720 --fps 30 --pixel-format yuyv
 try_start format --video $CAM --size 640x360 --fps 30 --pixel-format mjpeg
 try_start nodev --video /dev/video7 --size 640x360 --fps 30
-reeld_start --video $CAM --audio alsa:$MIC
+reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC
 ctl devices
 reelctl devices --json > "$OUT/devices.json"
 reeld_stop
+collect

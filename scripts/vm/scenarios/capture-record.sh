@@ -24,6 +24,11 @@ wait_state() {
 }
 CAM=/dev/video0 MIC=hw:Loopback,1,0 SPEAKER=hw:Loopback,0,0
 PRESET=${PRESET:-ultrafast}
+# Recordings go to the guest's tmpfs (a capture box's local disk), not through 9p, whose
+# synchronous writes under emulation stall the pipeline; collect copies them to /out.
+REC=/tmp/rec
+mkdir -p $REC
+collect() { cp $REC/*.mp4* "$OUT"/ 2>/dev/null || true; }
 # play: the host-made signal (/in/steps.wav, S16 48 kHz mono) into the loopback, in the background.
 play() {
     echo "play $(now) $(now) 0" >> "$OUT/times.txt"
@@ -32,7 +37,7 @@ play() {
 }
 
 play
-reeld_start --video $CAM --audio alsa:$MIC --size 640x360 --fps 30 --pixel-format yuyv --sample-rate 48000 --channels 1 --preset $PRESET
+reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size 640x360 --fps 30 --pixel-format yuyv --sample-rate 48000 --channels 1 --preset $PRESET
 timed start start --name record
 t0=$(awk '$1 == "start" {print $2}' "$OUT/times.txt")
 sleep_until "$(at "$t0" 3.0)";  timed pause pause
@@ -45,3 +50,4 @@ grep '^{' "$OUT/stop.out" > "$OUT/stop.json"
 cat "$OUT/stop.json"
 kill $APLAY_PID 2>/dev/null || true
 reeld_stop
+collect

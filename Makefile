@@ -2,7 +2,7 @@
 # Works on a fresh Debian 12 machine: missing Debian packages are installed with apt-get.
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
-.PHONY: deps build build-debug test unit e2e demo clean
+.PHONY: deps build build-debug test unit e2e vm-capture demo clean
 
 PYTHON ?= /usr/bin/python3
 SWIFT ?= swift
@@ -33,6 +33,10 @@ unit: build-debug
 
 e2e: build
 	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) -m pytest -q -p no:cacheprovider Tests/e2e
+
+# Real-driver capture scenarios (V4L2 vivid, ALSA snd-aloop) in the QEMU test bed: scripts/vm.
+vm-capture: build
+	REEL_BIN_DIR=$(RELEASE_BIN) REEL_VM_REQUIRED=1 $(PYTHON) -m pytest -q -p no:cacheprovider Tests/vm
 
 # Every test: Swift unit and property tests, then the end-to-end tests on the real binaries.
 test: unit e2e

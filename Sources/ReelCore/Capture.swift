@@ -130,17 +130,20 @@ public struct CameraRequest: Sendable, Equatable, Codable {
     public var text: String { "\(width)x\(height) \(pixelFormat.rawValue) at \(fps) fps" }
 }
 
-/// The offer of a camera as an indented listing, one line per format and size.
+/// The offer of a camera as an indented listing: each format Reel can record with one line per
+/// size and its rates, then the fourccs Reel cannot record on one line.
 public func describeCameraOffer(_ formats: [CameraFormat], indent: String = "  ") -> String {
     var lines: [String] = []
     for f in formats {
-        let name = f.reelName.map { "\($0) (\(fourCCString(f.fourcc)))" } ?? "\(fourCCString(f.fourcc)) (not supported by Reel)"
-        lines.append("\(indent)\(name): \(f.description)")
+        guard let name = f.reelName else { continue }
+        lines.append("\(indent)\(name) (\(fourCCString(f.fourcc))): \(f.description)")
         for s in f.sizes { lines.append("\(indent)  \(s.width)x\(s.height) at \(s.rates.text) fps") }
         if let r = f.sizeRange {
             lines.append("\(indent)  \(r.minWidth)x\(r.minHeight) to \(r.maxWidth)x\(r.maxHeight) in steps of \(r.stepWidth)x\(r.stepHeight)")
         }
     }
+    let other = formats.filter { $0.reelName == nil }.map { fourCCString($0.fourcc) }
+    if !other.isEmpty { lines.append("\(indent)not recordable by Reel: \(other.joined(separator: ", "))") }
     return lines.joined(separator: "\n")
 }
 

@@ -47,7 +47,7 @@ final class CaptureTests: XCTestCase {
         XCTAssertTrue(e.hasPrefix("/dev/video0 (vivid) cannot capture 1280x720 yuyv at 30 fps: it does not offer yuyv at 1280x720."), e)
         XCTAssertTrue(e.contains("  yuyv (YUYV): YUYV 4:2:2\n    320x180 at 60, 30, 25/2 fps\n    640x360 at 30, 15 fps"), e)
         XCTAssertTrue(e.contains("  uyvy (UYVY): UYVY 4:2:2\n    640x360 at 30 fps"), e)
-        XCTAssertTrue(e.contains("RGBP (not supported by Reel)"), e)
+        XCTAssertTrue(e.contains("\n  not recordable by Reel: RGBP\n"), e)
         XCTAssertTrue(e.contains("reelctl devices"), e)
     }
 

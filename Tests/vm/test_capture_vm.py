@@ -212,7 +212,14 @@ def test_dropped_buffers_follow_capture_time(signal_wav):
     assert xerror(host) == [], xerror(host)
     seg = segments_s(status)
     assert len(seg) == 1
-    check_durations(host, status)
+    info = probe(host)
+    a = stream(info, "audio")
+    adur = float(a["duration"]) + float(a.get("start_time", 0))
+    assert abs(adur - seg[0]) <= FRAME + 1e-3, f"audio {adur:.4f} s vs recorded {seg[0]:.4f} s"
+    # Timing follows capture time: the video spans the recording (frame counting would end it
+    # about 10 % early; the last frames themselves may be among the dropped ones).
+    vdur = float(stream(info, "video")["duration"])
+    assert abs(vdur - seg[0]) <= 0.3, f"video {vdur:.3f} s vs recorded {seg[0]:.3f} s"
     # vivid drops ~10 % of its buffers: status counts them, the camera log line names them.
     expected = seg[0] * FPS
     assert status["droppedFrames"] >= 0.03 * expected, status
@@ -221,9 +228,6 @@ def test_dropped_buffers_follow_capture_time(signal_wav):
     assert lost >= 0.03 * expected, log
     pts = video_pts(host)
     assert len(pts) <= 0.97 * expected, f"{len(pts)} frames written for {seg[0]:.2f} s: drops were not detected"
-    # Timing follows capture time: the last frame sits at the end of the span, not earlier
-    # (frame counting would end the video ~10 % early).
-    assert pts[-1] >= seg[0] - 3 * FRAME, f"last frame at {pts[-1]:.3f} s of {seg[0]:.3f} s"
     gaps = np.diff(pts)
     assert np.any(gaps > 1.5 * FRAME), "no gaps where frames were dropped"
 

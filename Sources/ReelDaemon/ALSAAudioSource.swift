@@ -24,24 +24,37 @@ enum ALSASampleFormat: CaseIterable {
 /// in `close()` or deinit. Not Sendable: used by the opener, then by the capture thread.
 final class ALSAPCM {
     let name: String
+    /// The `snd_pcm_t` (an opaque C handle), nil once closed.
     private(set) var pcm: OpaquePointer?
+    /// A `snd_pcm_status_t` allocated once, reused for every period; freed in deinit.
     let status: OpaquePointer
     let sampleFormat: ALSASampleFormat
     let periodFrames: Int
+    /// Whether `snd_pcm_status` htstamps are on CLOCK_MONOTONIC (else unusable: use read time).
+    let monotonicStamps: Bool
 
     /// Opens `name` for capture at exactly `format` (rate, channels) with periods near 10 ms.
     init(name: String, format: AudioFormat) throws(CaptureError) {
         self.name = name
         var p: OpaquePointer?
-        var rc = snd_pcm_open(&p, name, SND_PCM_STREAM_CAPTURE, 0)
+        let rc = snd_pcm_open(&p, name, SND_PCM_STREAM_CAPTURE, 0)
         guard rc >= 0, let p else {
-            let e = -rc
-            throw CaptureError("cannot open ALSA capture device '\(name)': \(alsaErrorText(rc)) (\(deviceOpenHint(e, kind: "microphone")))")
+            throw CaptureError("cannot open ALSA capture device '\(name)': \(alsaErrorText(rc)) (\(deviceOpenHint(-rc, kind: "microphone")))")
+        }
+        // A throwing init never runs deinit: close the PCM here on failure, or the device stays busy.
+        do { (sampleFormat, periodFrames, monotonicStamps) = try ALSAPCM.configure(p, name: name, format: format) } catch {
+            snd_pcm_close(p)
+            throw error
         }
         pcm = p
         var st: OpaquePointer?
         snd_pcm_status_malloc(&st)
         status = st!
+    }
+
+    /// Sets the hardware and software parameters; returns the sample format and period chosen.
+    private static func configure(_ p: OpaquePointer, name: String, format: AudioFormat) throws(CaptureError) -> (ALSASampleFormat, Int, Bool) {
+        var rc: Int32
         var hw: OpaquePointer?
         snd_pcm_hw_params_malloc(&hw)
         defer { snd_pcm_hw_params_free(hw) }
@@ -54,7 +67,6 @@ final class ALSAPCM {
         guard let sf = ALSASampleFormat.allCases.first(where: { snd_pcm_hw_params_test_format(p, hw, $0.alsa) == 0 }) else {
             throw fail("none of the sample formats S16_LE, S32_LE, FLOAT_LE")
         }
-        sampleFormat = sf
         snd_pcm_hw_params_set_format(p, hw, sf.alsa)
         rc = snd_pcm_hw_params_set_channels(p, hw, UInt32(format.channels))
         guard rc >= 0 else { throw fail("not \(format.channels) channels") }
@@ -70,18 +82,26 @@ final class ALSAPCM {
         guard rc >= 0 else { throw fail("the hardware refused the parameters (\(alsaErrorText(rc)))") }
         var actualPeriod: snd_pcm_uframes_t = 0
         snd_pcm_hw_params_get_period_size(hw, &actualPeriod, &dir)
-        periodFrames = max(1, Int(actualPeriod))
 
         var sw: OpaquePointer?
         snd_pcm_sw_params_malloc(&sw)
         defer { snd_pcm_sw_params_free(sw) }
-        snd_pcm_sw_params_current(p, sw)
-        snd_pcm_sw_params_set_tstamp_mode(p, sw, SND_PCM_TSTAMP_ENABLE)
-        snd_pcm_sw_params_set_tstamp_type(p, sw, SND_PCM_TSTAMP_TYPE_MONOTONIC)
-        snd_pcm_sw_params_set_avail_min(p, sw, actualPeriod)
-        snd_pcm_sw_params_set_start_threshold(p, sw, 1)
-        rc = snd_pcm_sw_params(p, sw)
-        guard rc >= 0 else { throw CaptureError("ALSA device '\(name)': cannot set monotonic timestamps (\(alsaErrorText(rc)))") }
+        // Timestamps on CLOCK_MONOTONIC when the device (or plugin) supports them; otherwise
+        // the source falls back to the read time (see `monotonicStamps`).
+        var monotonic = true
+        for withStamps in [true, false] {
+            snd_pcm_sw_params_current(p, sw)
+            if withStamps {
+                snd_pcm_sw_params_set_tstamp_mode(p, sw, SND_PCM_TSTAMP_ENABLE)
+                if snd_pcm_sw_params_set_tstamp_type(p, sw, SND_PCM_TSTAMP_TYPE_MONOTONIC) < 0 { continue }
+            }
+            snd_pcm_sw_params_set_avail_min(p, sw, actualPeriod)
+            snd_pcm_sw_params_set_start_threshold(p, sw, 1)
+            rc = snd_pcm_sw_params(p, sw)
+            if rc >= 0 { monotonic = withStamps; break }
+            if !withStamps { throw CaptureError("ALSA device '\(name)': cannot set software parameters (\(alsaErrorText(rc)))") }
+        }
+        return (sf, max(1, Int(actualPeriod)), monotonic)
     }
 
     deinit {
@@ -152,11 +172,13 @@ public final class ALSAAudioSource: CaptureThread, CaptureSource, @unchecked Sen
 
     public func start(at t0: Nanos, sink: any MediaSink) {
         launch { [self] in
-            if let msg = capture(sink: sink) {
+            let failure = capture(sink: sink)
+            pcm.close()
+            if let msg = failure {
                 logger.error("\(msg)")
+                // The one blocking delivery: a terminal event that must not be dropped.
                 _ = sink.deliver(.sourceFailed(msg), wait: true)
             }
-            pcm.close()
         }
     }
 
@@ -170,6 +192,7 @@ public final class ALSAAudioSource: CaptureThread, CaptureSource, @unchecked Sen
         var recovered = false
         var ts = timespec()
         var chunks: Int64 = 0, droppedChunks: Int64 = 0
+        var warnedClock = false
         defer {
             let (l, x) = lostSamples
             logger.info("ALSA device '\(deviceName)': \(sample) samples, \(chunks) periods read, \(x) overruns/suspends losing \(l) samples, \(droppedChunks) periods not delivered (pipeline behind, or finishing); lost spans inside the recording are filled with silence")
@@ -194,7 +217,11 @@ public final class ALSAAudioSource: CaptureThread, CaptureSource, @unchecked Sen
             if n == 0 { continue }
             // Capture time of the first frame just read, from the status taken right after.
             var time = SystemClock.now() - format.sampleTime(Int64(n))
-            if snd_pcm_status(p, pcm.status) >= 0 {
+            if !pcm.monotonicStamps, !warnedClock {
+                logger.warning("ALSA device '\(deviceName)' has no CLOCK_MONOTONIC timestamps; using the read time (audio sync may be off by a period)")
+                warnedClock = true
+            }
+            if pcm.monotonicStamps, snd_pcm_status(p, pcm.status) >= 0 {
                 snd_pcm_status_get_htstamp(pcm.status, &ts)
                 let ht = Nanos(ts.tv_sec) * nanosPerSecond + Nanos(ts.tv_nsec)
                 if ht > 0 {

@@ -32,7 +32,8 @@ func deviceOpenHint(_ code: Int32, kind: String) -> String {
 final class V4L2Device {
     let path: String
     private(set) var fd: Int32
-    /// (start, length) of each mapped buffer.
+    /// (start, length) of each mapped buffer. Unsafe pointers: mmap'ed driver memory, valid
+    /// until `close()` unmaps it; read only between DQBUF and QBUF of that buffer.
     private(set) var buffers: [(UnsafeMutableRawPointer, Int)] = []
     private var streaming = false
 
@@ -65,6 +66,7 @@ final class V4L2Device {
     /// ioctl through libv4l2, retrying EINTR. Returns 0 or the errno, read right after the call.
     func ioctl<T>(_ request: UInt, _ arg: inout T) -> Int32 {
         while true {
+            // Unsafe pointer: `arg` is the struct the request number names, borrowed for the call only.
             let r = withUnsafeMutablePointer(to: &arg) { creel_v4l2_ioctl(fd, request, UnsafeMutableRawPointer($0)) }
             if r >= 0 { return 0 }
             let e = errno
@@ -209,7 +211,7 @@ final class V4L2Device {
         guard e == 0 else { throw CaptureError("\(path): cannot queue a capture buffer: \(deviceErrorText(e))") }
     }
 
-    /// Dequeues a filled buffer: the buffer, or nil when none is ready (EAGAIN), or throws the errno.
+    /// Dequeues a filled buffer into `b`: 0, or the errno (EAGAIN when none is ready).
     func dequeue(into b: inout v4l2_buffer) -> Int32 {
         b = v4l2_buffer()
         b.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue

@@ -71,11 +71,13 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
 
     public func start(at t0: Nanos, sink: any MediaSink) {
         launch { [self] in
-            if let msg = capture(sink: sink) {
+            let failure = capture(sink: sink)
+            device.close()  // every fd closed first, so a disconnected node can come back
+            if let msg = failure {
                 logger.error("\(msg)")
+                // The one blocking delivery: a terminal event that must not be dropped.
                 _ = sink.deliver(.sourceFailed(msg), wait: true)
             }
-            device.close()  // every fd closed, so a disconnected node can come back
         }
     }
 

@@ -275,3 +275,30 @@ def test_devices_and_listing_errors(signal_wav):
             assert "640x360 at" in err and "The camera offers" in err, err
         st = json.loads(read(out, name + ".status.json"))
         assert st["state"] == "idle", st
+
+
+def test_overrun_is_recovered_and_keeps_sync(signal_wav):
+    out, log = run_scenario("capture-overrun", signal_wav)
+    status = json.loads(read(out, "stop.json"))
+    host = os.path.join(out, "overrun.mp4")
+    assert xerror(host) == [], xerror(host)
+    seg = segments_s(status)
+    assert len(seg) == 1
+    tm = times(out)
+    frozen = tm["thaw"][0][0] - tm["freeze"][0][0]
+    # The span lost to the overrun (frozen time minus what the 0.5 s buffer held) is filled.
+    assert "overrun lost" in log, log[-3000:]
+    filled = status["audioFilledSamples"] / RATE
+    assert 0.3 * frozen <= filled <= frozen + 0.2, f"filled {filled:.3f} s for a {frozen:.3f} s freeze: {status}"
+    info = probe(host)
+    a = stream(info, "audio")
+    adur = float(a["duration"]) + float(a.get("start_time", 0))
+    assert abs(adur - seg[0]) <= FRAME + 1e-3, f"audio {adur:.4f} s vs recorded {seg[0]:.4f} s"
+    # Sync holds: every pitch step, before and after the gap, sits at the same offset.
+    x = decode_audio(host)
+    ts, ks = pitch_track(x, float(a.get("start_time", 0)))
+    (o,) = segment_offsets(ts, ks, [0.0, seg[0]])
+    assert len(o) >= 4, f"too few pitch steps: {o}"
+    assert max(o) - min(o) < 0.03, f"signal offsets {[round(v, 3) for v in o]}: the filled span is not the lost span"
+    # The camera's frames lost while frozen are counted from the sequence numbers.
+    assert status["droppedFrames"] >= 0.5 * frozen * FPS, status

@@ -155,3 +155,93 @@ def parse_dqbuf(text):
     for m in re.finditer(r"cap dqbuf: \d+ seq:\s*(\d+) bytesused: \d+ ts: ([\d.]+).*?\(([^)]*)\)", text):
         out.append((int(m.group(1)), float(m.group(2)), m.group(3)))
     return out
+
+
+# ----------------------------------------------------------------------------------------
+# The step tone in a recording with pauses. Source time s (seconds since the tone began)
+# plays STEP_FREQS[floor(s)]. A recording maps output time t to source time; each pause
+# adds its length to the offset. `step_runs` reads the runs of one pitch from decoded audio,
+# `expected_step_runs` predicts them from a schedule, `compare_step_runs` lines them up.
+
+def step_runs(x, rate, freqs=STEP_FREQS, win_s=0.02, hop_s=0.005, min_run_s=0.03, threshold=0.05):
+    """[(t_start, t_end, k)]: output times (window centres) where the pitch is freqs[k];
+    k = None for silence. Runs shorter than min_run_s (window straddling an edge) dropped."""
+    n, hop = int(rate * win_s), int(rate * hop_s)
+    x = np.asarray(x, float) / 32768
+    labels = []
+    for i in range(0, len(x) - n + 1, hop):
+        w = x[i:i + n]
+        if np.sqrt(np.mean(w * w)) < threshold:
+            labels.append(None)
+            continue
+        f = dominant_freq(w, rate)
+        k = int(np.argmin([abs(f - g) for g in freqs]))
+        labels.append(k if abs(f - freqs[k]) < (freqs[1] - freqs[0]) / 2 else -1)
+    runs = []
+    for j, k in enumerate(labels):
+        t = (j * hop + n / 2) / rate
+        if runs and runs[-1][2] == k:
+            runs[-1][1] = t
+        else:
+            runs.append([t, t, k])
+    runs = [r for r in runs if r[1] - r[0] >= min_run_s]
+    merged = []
+    for r in runs:                      # rejoin a run split by a dropped straddling window
+        if merged and merged[-1][2] == r[2]:
+            merged[-1][1] = r[1]
+        else:
+            merged.append(list(r))
+    return [tuple(r) for r in merged]
+
+
+def expected_step_runs(tone_offset_s, pauses, end_s, n_steps=len(STEP_FREQS)):
+    """Runs a correct recording holds. tone_offset_s: source time at output t=0; pauses:
+    [(pause_s, resume_s)] in output-start-relative *source* seconds (as the test measured:
+    seconds after `start`), end_s: stop in the same clock. Returns [(t_start, t_end, k)]
+    in output seconds, k = step index (beyond n_steps the tone is over: not listed)."""
+    pieces, out_t = [], 0.0           # (output start, output end, source start) per segment
+    starts = [0.0] + [r for _, r in pauses]
+    ends = [p for p, _ in pauses] + [end_s]
+    for s0, s1 in zip(starts, ends):
+        pieces.append((out_t, out_t + (s1 - s0), s0))
+        out_t += s1 - s0
+    runs = []
+    for o0, o1, s0 in pieces:
+        a = s0 + tone_offset_s
+        b = a + (o1 - o0)
+        k = int(np.floor(a))
+        while k < b:
+            lo, hi = max(a, k), min(b, k + 1)
+            if hi > lo and 0 <= k < n_steps:
+                t0, t1 = o0 + (lo - a), o0 + (hi - a)
+                if runs and runs[-1][2] == k and abs(runs[-1][1] - t0) < 1e-9:
+                    runs[-1] = (runs[-1][0], t1, k)
+                else:
+                    runs.append((t0, t1, k))
+            k += 1
+    return runs
+
+
+def tone_offset_from_runs(runs):
+    """Source time at output 0, from the first edge k -> k+1 (valid when that edge comes
+    before the first pause): the edge's output time t is source time k+1."""
+    for (a0, a1, ka), (b0, b1, kb) in zip(runs, runs[1:]):
+        if ka is not None and kb == ka + 1 and ka >= 0:
+            return kb - (a1 + b0) / 2
+    return None
+
+
+def compare_step_runs(got, want, tol_s):
+    """Problems (strings) where the runs differ: count, pitch order, or a boundary off by
+    more than tol_s. Silence and unclassified runs in `got` are ignored."""
+    got = [r for r in got if r[2] is not None and r[2] >= 0]
+    out = []
+    if [r[2] for r in got] != [r[2] for r in want]:
+        out.append(f"pitch runs {[r[2] for r in got]}, want {[r[2] for r in want]}")
+        return out
+    for i, (g, w) in enumerate(zip(got, want)):
+        # window centres sit up to half a window inside the true edges
+        for what, gv, wv in (("start", g[0], w[0]), ("end", g[1], w[1])):
+            if abs(gv - wv) > tol_s:
+                out.append(f"run {i} (step {w[2]}) {what}s at {gv:.3f} s, want {wv:.3f} s")
+    return out

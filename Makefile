@@ -2,7 +2,7 @@
 # Works on a fresh Debian 12 machine: missing Debian packages are installed with apt-get.
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
-.PHONY: deps build build-debug test unit e2e vm-capture demo clean
+.PHONY: deps build build-debug test unit e2e vm vm-prepare demo clean
 
 PYTHON ?= /usr/bin/python3
 SWIFT ?= swift
@@ -34,12 +34,19 @@ unit: build-debug
 e2e: build
 	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) -m pytest -q -p no:cacheprovider Tests/e2e
 
-# Real-driver capture scenarios (V4L2 vivid, ALSA snd-aloop) in the QEMU test bed: scripts/vm.
-vm-capture: build
-	REEL_BIN_DIR=$(RELEASE_BIN) REEL_VM_REQUIRED=1 $(PYTHON) -m pytest -q -p no:cacheprovider Tests/vm
+# The real-driver tier: Debian's kernel under QEMU (TCG) with vivid and snd-aloop; reeld and
+# reelctl run inside the guest (docs/TESTBED.md). vm-prepare installs its Debian packages
+# (qemu-system-x86 busybox-static v4l-utils alsa-utils kmod cpio), fetches the kernel with
+# apt-get download and builds the base initramfs, all cached under .build/vm/.
+vm-prepare:
+	scripts/vm/prepare
 
-# Every test: Swift unit and property tests, then the end-to-end tests on the real binaries.
-test: unit e2e
+vm: build vm-prepare
+	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) -m pytest -q -p no:cacheprovider Tests/vm
+
+# Every test: Swift unit and property tests, the end-to-end tests on the real binaries, then
+# the same binaries on real kernel drivers inside a VM.
+test: unit e2e vm
 
 demo: build
 	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) scripts/demo.py

@@ -1,13 +1,11 @@
-"""Real-driver capture tests: each runs one scripts/vm/scenarios/capture-*.sh inside the QEMU
-test bed (Debian kernel, vivid webcam, snd-aloop loopback) and checks what comes back.
-
-REEL_BIN_DIR: reeld and reelctl to test (default .build/release). REEL_VM_OUT: where the
-scenario outputs go (default .build/vm/out). Skipped when qemu-system-x86_64 is missing and
-REEL_VM_REQUIRED is unset."""
+"""Real-driver capture: each test runs one scripts/vm/scenarios/capture-*.sh inside the QEMU
+test bed (Debian kernel, vivid webcam, snd-aloop loopback) with reeld recording from
+/dev/video0 and hw:Loopback,1,0 while aplay plays a pitch-step signal into hw:Loopback,0,0,
+and checks what comes back. Fixtures `vm_ready` and `reel_bin_dir` come from conftest.py;
+REEL_VM_OUT: where the scenario outputs go (default .build/vm/out)."""
 
 import json
 import os
-import shutil
 import subprocess
 import wave
 
@@ -39,10 +37,6 @@ def make_signal(path):
         w.writeframes(x.tobytes())
 
 
-def bin_dir():
-    return os.environ.get("REEL_BIN_DIR") or os.path.join(REPO, ".build", "release")
-
-
 @pytest.fixture(scope="session")
 def signal_wav(tmp_path_factory):
     p = str(tmp_path_factory.mktemp("signal") / "steps.wav")
@@ -50,12 +44,13 @@ def signal_wav(tmp_path_factory):
     return p
 
 
-def run_scenario(name, signal_wav, timeout=420):
-    if shutil.which("qemu-system-x86_64") is None and not os.environ.get("REEL_VM_REQUIRED"):
-        pytest.skip("qemu-system-x86_64 missing (scripts/vm/prepare installs it; REEL_VM_REQUIRED=1 makes this a failure)")
-    d = bin_dir()
-    if not all(os.access(os.path.join(d, b), os.X_OK) for b in ("reeld", "reelctl")):
-        pytest.skip(f"{d} lacks reeld/reelctl (build them or set REEL_BIN_DIR)")
+@pytest.fixture
+def capture(vm_ready, reel_bin_dir, signal_wav):
+    """capture(name) runs scenario capture-NAME.sh; returns (out dir, scenario + reeld logs)."""
+    return lambda name: run_scenario(name, signal_wav, reel_bin_dir)
+
+
+def run_scenario(name, signal_wav, d, timeout=420):
     out = os.path.join(os.environ.get("REEL_VM_OUT") or os.path.join(REPO, ".build", "vm", "out"), name)
     os.makedirs(out, exist_ok=True)
     cmd = [RUN, os.path.join(SCENARIOS, name + ".sh"), "--bin", d, "--out", out, "--quiet",
@@ -162,8 +157,8 @@ def check_durations(path, status):
     return info
 
 
-def test_record_two_pauses(signal_wav):
-    out, log = run_scenario("capture-record", signal_wav)
+def test_record_two_pauses(capture):
+    out, log = capture("capture-record")
     status = json.loads(read(out, "stop.json"))
     path = status["lastFile"]
     assert path and path.endswith("/record.mp4"), status
@@ -205,8 +200,8 @@ def test_record_two_pauses(signal_wav):
     assert np.all(np.diff(voiced) >= 0), "pitch sequence goes backwards"
 
 
-def test_dropped_buffers_follow_capture_time(signal_wav):
-    out, log = run_scenario("capture-drops", signal_wav)
+def test_dropped_buffers_follow_capture_time(capture):
+    out, log = capture("capture-drops")
     status = json.loads(read(out, "stop.json"))
     host = os.path.join(out, os.path.basename(status["lastFile"]))
     assert xerror(host) == [], xerror(host)
@@ -232,8 +227,8 @@ def test_dropped_buffers_follow_capture_time(signal_wav):
     assert np.any(gaps > 1.5 * FRAME), "no gaps where frames were dropped"
 
 
-def test_disconnect_finishes_file_and_recovers(signal_wav):
-    out, log = run_scenario("capture-disconnect", signal_wav)
+def test_disconnect_finishes_file_and_recovers(capture):
+    out, log = capture("capture-disconnect")
     st = json.loads(read(out, "status-after-disconnect.json"))
     assert st["state"] == "idle", st
     assert st["lastError"] and "/dev/video0" in st["lastError"], st
@@ -252,8 +247,8 @@ def test_disconnect_finishes_file_and_recovers(signal_wav):
     assert after["frames"] > 30, after
 
 
-def test_devices_and_listing_errors(signal_wav):
-    out, log = run_scenario("capture-devices", signal_wav)
+def test_devices_and_listing_errors(capture):
+    out, log = capture("capture-devices")
     devices = json.loads(read(out, "devices.json"))
     cams = [v for v in devices["video"] if v["path"] == "/dev/video0"]
     assert cams and cams[0]["driver"] == "vivid", devices["video"]
@@ -277,8 +272,8 @@ def test_devices_and_listing_errors(signal_wav):
         assert st["state"] == "idle", st
 
 
-def test_overrun_is_recovered_and_keeps_sync(signal_wav):
-    out, log = run_scenario("capture-overrun", signal_wav)
+def test_overrun_is_recovered_and_keeps_sync(capture):
+    out, log = capture("capture-overrun")
     status = json.loads(read(out, "stop.json"))
     host = os.path.join(out, "overrun.mp4")
     assert xerror(host) == [], xerror(host)

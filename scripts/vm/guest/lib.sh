@@ -49,3 +49,25 @@ ctl() {
     log "reelctl $*"
     reelctl "$@"
 }
+
+# now: CLOCK_MONOTONIC in seconds, microsecond resolution (busybox date has no %N; the
+# kernel's /proc/timer_list starts with 'now at NS nsecs', read on the monotonic clock).
+now() { awk '/^now at /{printf "%.6f\n", $3 / 1e9; exit}' /proc/timer_list; }
+
+# at T0 DT: the instant DT seconds after T0 (both in now() seconds).
+at() { echo "$1 $2" | awk '{printf "%.6f\n", $1 + $2}'; }
+
+# timed NAME ARGS...: run `ctl ARGS...`, append 'NAME T0 T1 RC' to $OUT/times.txt (T0/T1
+# bracket the call, so the host knows when it acted within (T1-T0)/2), print its output.
+timed() {
+    _name=$1; shift
+    _t0=$(now); _rc=0; ctl "$@" || _rc=$?; _t1=$(now)
+    echo "$_name $_t0 $_t1 $_rc" >> "$OUT/times.txt"
+    return $_rc
+}
+
+# sleep_until T: sleep until now() reaches T (a value of now()).
+sleep_until() {
+    _d=$(echo "$1 $(now)" | awk '{d = $1 - $2; print (d > 0 ? d : 0)}')
+    sleep "$_d"
+}

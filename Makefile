@@ -2,13 +2,14 @@
 # Works on a fresh Debian 12 machine: missing Debian packages are installed with apt-get.
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
-.PHONY: deps build build-debug test unit e2e demo bench clean install install-files
+.PHONY: deps build build-debug test unit e2e vm vm-prepare demo bench clean install install-files
 
 PYTHON ?= /usr/bin/python3
 SWIFT ?= swift
 RELEASE_BIN := $(CURDIR)/.build/release
 DEB_PACKAGES := pkg-config libx264-dev libavformat-dev libavcodec-dev libavutil-dev libswresample-dev \
-                libyuv-dev ffmpeg x264 python3 python3-numpy python3-pytest systemd
+                libyuv-dev libv4l-dev libasound2-dev libturbojpeg0-dev v4l-utils alsa-utils \
+                ffmpeg x264 python3 python3-numpy python3-pytest systemd
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Installs only what is missing (dpkg-query), so a second run costs nothing.
@@ -33,8 +34,19 @@ unit: build-debug
 e2e: build
 	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) -m pytest -q -p no:cacheprovider Tests/e2e
 
-# Every test: Swift unit and property tests, then the end-to-end tests on the real binaries.
-test: unit e2e
+# The real-driver tier: Debian's kernel under QEMU (TCG) with vivid and snd-aloop; reeld and
+# reelctl run inside the guest (docs/TESTBED.md). vm-prepare installs its Debian packages
+# (qemu-system-x86 busybox-static v4l-utils alsa-utils kmod cpio), fetches the kernel with
+# apt-get download and builds the base initramfs, all cached under .build/vm/.
+vm-prepare:
+	scripts/vm/prepare
+
+vm: build vm-prepare
+	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) -m pytest -q -p no:cacheprovider Tests/vm
+
+# Every test: Swift unit and property tests, the end-to-end tests on the real binaries, then
+# the same binaries on real kernel drivers inside a VM.
+test: unit e2e vm
 
 demo: build
 	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) scripts/demo.py

@@ -21,15 +21,21 @@ let package = Package(
                        providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswresample-dev"])]),
         .systemLibrary(name: "CYUV", path: "Sources/CYUV",
                        providers: [.apt(["libyuv-dev"])]),
+        .systemLibrary(name: "CV4L2", path: "Sources/CV4L2", pkgConfig: "libv4l2",
+                       providers: [.apt(["libv4l-dev"])]),
+        .systemLibrary(name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa",
+                       providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CTurboJPEG", path: "Sources/CTurboJPEG", pkgConfig: "libturbojpeg",
+                       providers: [.apt(["libturbojpeg0-dev"])]),
         // C macros and versioned symbols Swift cannot import, re-exported as functions.
-        .target(name: "CReelShim", dependencies: ["CX264", "CFFmpeg"], path: "Sources/CReelShim"),
+        .target(name: "CReelShim", dependencies: ["CX264", "CFFmpeg", "CV4L2"], path: "Sources/CReelShim"),
 
         // --- Pure Swift core: timeline, clocks, cuts, synthetic signals. No C, no devices. ---
         .target(name: "ReelCore", path: "Sources/ReelCore"),
 
         // --- Media: encoders, muxer, pixel conversion over the C modules. ---
         .target(name: "ReelMedia",
-                dependencies: ["ReelCore", "CReelShim", "CX264", "CFFmpeg", "CYUV"],
+                dependencies: ["ReelCore", "CReelShim", "CX264", "CFFmpeg", "CYUV", "CTurboJPEG"],
                 path: "Sources/ReelMedia"),
 
         // --- Control protocol (line-delimited JSON over a Unix socket), shared by both programs. ---
@@ -37,7 +43,7 @@ let package = Package(
 
         // --- The daemon: sources, pipeline, recorder, control server. ---
         .target(name: "ReelDaemon",
-                dependencies: ["ReelCore", "ReelMedia", "ReelControl",
+                dependencies: ["ReelCore", "ReelMedia", "ReelControl", "CReelShim", "CV4L2", "CALSA",
                                .product(name: "Logging", package: "swift-log"),
                                .product(name: "TOMLKit", package: "TOMLKit")],
                 path: "Sources/ReelDaemon"),

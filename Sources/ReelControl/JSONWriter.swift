@@ -133,6 +133,7 @@ extension StatusInfo: OrderedJSON {
             o.field("frames", frames)
             o.field("droppedFrames", droppedFrames)
             o.field("audioSamples", audioSamples)
+            o.field("audioFilledSamples", audioFilledSamples)
             o.field("lastFile", lastFile)
             o.field("lastError", lastError)
             o.field("video", video)
@@ -153,9 +154,58 @@ extension Reply: OrderedJSON {
                 o.key("status")
                 status.write(to: &o)
             }
+            if let devices {
+                o.key("devices")
+                devices.write(to: &o)
+            }
             if let error {
                 o.key("error")
                 error.write(to: &o)
+            }
+        }
+    }
+}
+
+extension DeviceList: OrderedJSON {
+    func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.key("video")
+            o.array(video) { a, d in
+                a.object { o in
+                    o.field("path", d.path)
+                    o.field("name", d.name)
+                    o.field("driver", d.driver)
+                    o.field("bus", d.bus)
+                    o.key("formats")
+                    o.array(d.formats) { a, f in
+                        a.object { o in
+                            o.field("fourcc", f.fourcc)
+                            o.field("pixelFormat", f.pixelFormat)
+                            o.field("description", f.description)
+                            o.key("sizes")
+                            o.array(f.sizes) { a, s in
+                                a.object { o in
+                                    o.field("width", s.width)
+                                    o.field("height", s.height)
+                                    o.key("fps")
+                                    o.array(s.fps) { a, r in a.string(r) }
+                                }
+                            }
+                        }
+                    }
+                    o.field("error", d.error)
+                }
+            }
+            o.key("audio")
+            o.array(audio) { a, d in
+                a.object { o in
+                    o.field("device", d.device)
+                    o.field("card", d.card)
+                    o.field("pcm", d.pcm)
+                    o.field("cardName", d.cardName)
+                    o.field("name", d.name)
+                    o.field("offer", d.offer)
+                }
             }
         }
     }

@@ -6,7 +6,7 @@ public let protocolVersion = 1
 
 /// What a client asks the daemon to do.
 public enum Command: String, Codable, Sendable, CaseIterable {
-    case start, pause, resume, stop, status
+    case start, pause, resume, stop, status, devices
 }
 
 /// One request line: `{"v":1,"id":7,"cmd":"start","name":"clip"}`.
@@ -90,6 +90,9 @@ public struct StatusInfo: Codable, Sendable, Equatable {
     public var droppedFrames: Int64
     /// Audio samples (per channel) written to the current file.
     public var audioSamples: Int64
+    /// Of those, samples the audio source lost (overrun, suspend, pipeline behind) that were
+    /// filled with silence to keep sync.
+    public var audioFilledSamples: Int64
     /// The last completed file, or nil.
     public var lastFile: String?
     /// The last error the recorder hit, or nil.
@@ -103,7 +106,8 @@ public struct StatusInfo: Codable, Sendable, Equatable {
 
     public init(state: RecorderState, file: String?, segments: [SegmentInfo], recordedNs: Nanos,
                 frames: Int64, droppedFrames: Int64, audioSamples: Int64, lastFile: String?,
-                lastError: String?, video: String, audio: String, uptimeNs: Nanos) {
+                lastError: String?, video: String, audio: String, uptimeNs: Nanos, audioFilledSamples: Int64 = 0) {
+        self.audioFilledSamples = audioFilledSamples
         self.state = state
         self.file = file
         self.segments = segments
@@ -119,7 +123,25 @@ public struct StatusInfo: Codable, Sendable, Equatable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case state, file, segments, recordedNs, frames, droppedFrames, audioSamples, lastFile, lastError, video, audio, uptimeNs
+        case state, file, segments, recordedNs, frames, droppedFrames, audioSamples, audioFilledSamples, lastFile, lastError, video, audio, uptimeNs
+    }
+
+    // Written by hand so that a reply from an older reeld without `audioFilledSamples` decodes (as 0).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        state = try c.decode(RecorderState.self, forKey: .state)
+        file = try c.decodeIfPresent(String.self, forKey: .file)
+        segments = try c.decode([SegmentInfo].self, forKey: .segments)
+        recordedNs = try c.decode(Nanos.self, forKey: .recordedNs)
+        frames = try c.decode(Int64.self, forKey: .frames)
+        droppedFrames = try c.decode(Int64.self, forKey: .droppedFrames)
+        audioSamples = try c.decode(Int64.self, forKey: .audioSamples)
+        audioFilledSamples = try c.decodeIfPresent(Int64.self, forKey: .audioFilledSamples) ?? 0
+        lastFile = try c.decodeIfPresent(String.self, forKey: .lastFile)
+        lastError = try c.decodeIfPresent(String.self, forKey: .lastError)
+        video = try c.decode(String.self, forKey: .video)
+        audio = try c.decode(String.self, forKey: .audio)
+        uptimeNs = try c.decode(Nanos.self, forKey: .uptimeNs)
     }
 
     // Written by hand so that absent values appear as `null` (the synthesized one omits them).
@@ -132,6 +154,7 @@ public struct StatusInfo: Codable, Sendable, Equatable {
         try c.encode(frames, forKey: .frames)
         try c.encode(droppedFrames, forKey: .droppedFrames)
         try c.encode(audioSamples, forKey: .audioSamples)
+        try c.encode(audioFilledSamples, forKey: .audioFilledSamples)
         try c.encode(lastFile, forKey: .lastFile)
         try c.encode(lastError, forKey: .lastError)
         try c.encode(video, forKey: .video)
@@ -141,7 +164,7 @@ public struct StatusInfo: Codable, Sendable, Equatable {
 }
 
 /// One reply line. `file` is set by `start` (the `.part` path) and `stop` (the final path);
-/// `status` by `status`, `pause`, `resume` and `stop`; `error` when `ok` is false.
+/// `status` by `status`, `pause`, `resume` and `stop`; `devices` by `devices`; `error` when `ok` is false.
 public struct Reply: Codable, Sendable, Equatable {
     public var v: Int
     public var id: Int?
@@ -149,9 +172,12 @@ public struct Reply: Codable, Sendable, Equatable {
     public var file: String?
     public var status: StatusInfo?
     public var error: ControlError?
+    /// The capture devices present (`devices` only).
+    public var devices: DeviceList?
 
     public init(v: Int = protocolVersion, id: Int? = nil, ok: Bool, file: String? = nil,
-                status: StatusInfo? = nil, error: ControlError? = nil) {
+                status: StatusInfo? = nil, error: ControlError? = nil, devices: DeviceList? = nil) {
+        self.devices = devices
         self.v = v
         self.id = id
         self.ok = ok

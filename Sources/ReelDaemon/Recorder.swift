@@ -37,6 +37,10 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         case .resume: return control(.resume, id: request.id)
         case .stop: return stop(id: request.id)
         case .status: return reply(id: request.id)
+        case .devices:
+            var r = Reply(v: protocolVersion, id: request.id, ok: true)
+            r.devices = listCaptureDevices()
+            return r
         }
     }
 
@@ -152,7 +156,10 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             guard session === s else { return false }
             session = nil
             switch result {
-            case let .success(p): lastFile = p
+            case let .success(p):
+                lastFile = p
+                // The file is complete, but a source failed (camera unplugged): say which and why.
+                if let e = s.snapshot.sourceError { lastError = "\(e); the recording was finished early into \(p)" }
             case let .failure(e): lastError = e.description; lastFile = s.partPath
             }
             return true
@@ -161,6 +168,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         switch result {
         case let .success(p):
             let snap = s.snapshot
+            if let e = s.snapshot.sourceError { logger.error("recording \(p) finished early: \(e)") }
             logger.notice("recording finished: \(p) (\(snap.segmentDurations.count) segments, \(formatDuration(snap.recordedNs)), \(snap.frames) frames, \(snap.droppedFrames) dropped)")
             FinishHook.run(s.config.onFinish, file: p, timeoutNs: s.config.onFinishTimeoutNs, logger: logger)
         case let .failure(e): logger.error("recording ended with an error: \(e)")
@@ -216,17 +224,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             segments: snap.segmentDurations.enumerated().map { SegmentInfo(index: $0.offset, durationNs: $0.element) },
             recordedNs: snap.recordedNs, frames: snap.frames, droppedFrames: snap.droppedFrames,
             audioSamples: snap.audioSamples, lastFile: lastFile, lastError: lastError,
-            video: desc.video ?? describeVideo() ?? "none", audio: desc.audio ?? describeAudio() ?? "none",
-            uptimeNs: SystemClock.now() - startedAt)
-    }
-
-    private func describeVideo() -> String? {
-        guard let f = config.videoFormat else { return nil }
-        return "test \(f.width)x\(f.height) \(f.fps) \(f.pixelFormat.rawValue)"
-    }
-    private func describeAudio() -> String? {
-        guard let f = config.audioFormat else { return nil }
-        return "test \(f.sampleRate) Hz \(f.channels) ch"
+            video: desc.video ?? config.videoDescription, audio: desc.audio ?? config.audioDescription,
+            uptimeNs: SystemClock.now() - startedAt, audioFilledSamples: snap.audioFilledSamples)
     }
 
     private func reply(id: Int?, finished: RecordingSession? = nil) -> Reply {

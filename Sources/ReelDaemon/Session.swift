@@ -5,8 +5,20 @@ import ReelMedia
 
 /// Which sources and encoder settings a recording uses.
 public struct RecorderConfig: Sendable {
-    public enum Video: Sendable { case none, test(VideoFormat), y4m(path: String, VideoFormat) }
-    public enum Audio: Sendable { case none, test(AudioFormat, skewPpm: Int64), wav(path: String, AudioFormat) }
+    public enum Video: Sendable {
+        case none, test(VideoFormat)
+        /// A YUV4MPEG2 file (`--video y4m:PATH`).
+        case y4m(path: String, VideoFormat)
+        /// A V4L2 camera (`/dev/videoN`) at exactly this format, size and rate.
+        case v4l2(device: String, CameraRequest)
+    }
+    public enum Audio: Sendable {
+        case none, test(AudioFormat, skewPpm: Int64)
+        /// A 16-bit PCM WAV file (`--audio wav:PATH`).
+        case wav(path: String, AudioFormat)
+        /// An ALSA capture device (`hw:1,0`, `plughw:1,0`, `default`, ...).
+        case alsa(device: String, AudioFormat)
+    }
     public var outputDir: String
     public var video: Video
     public var audio: Audio
@@ -25,11 +37,36 @@ public struct RecorderConfig: Sendable {
         self.outputDir = outputDir; self.video = video; self.audio = audio; self.paced = paced; self.h264 = h264; self.aac = aac
         self.driftLock = driftLock
     }
+    /// What the pipeline receives from the video source (a camera's MJPEG arrives as I420).
     public var videoFormat: VideoFormat? {
-        switch video { case .none: return nil; case let .test(f): return f; case let .y4m(_, f): return f }
+        switch video {
+        case .none: return nil
+        case let .test(f), let .y4m(_, f): return f
+        case let .v4l2(_, r): return VideoFormat(width: r.width, height: r.height, fps: r.fps, pixelFormat: r.pixelFormat.delivered)
+        }
     }
     public var audioFormat: AudioFormat? {
-        switch audio { case .none: return nil; case let .test(f, _): return f; case let .wav(_, f): return f }
+        switch audio {
+        case .none: return nil
+        case let .test(f, _), let .wav(_, f), let .alsa(_, f): return f
+        }
+    }
+    /// The video source as status shows it while idle, e.g. "v4l2 /dev/video0 640x360 30 yuyv".
+    public var videoDescription: String {
+        switch video {
+        case .none: return "none"
+        case let .test(f): return "test \(f.width)x\(f.height) \(f.fps) \(f.pixelFormat.rawValue)"
+        case let .y4m(path, f): return "y4m:\(path) \(f.width)x\(f.height) \(f.fps) \(f.pixelFormat.rawValue)"
+        case let .v4l2(d, r): return "v4l2 \(d) \(r.width)x\(r.height) \(r.fps) \(r.pixelFormat.rawValue)"
+        }
+    }
+    public var audioDescription: String {
+        switch audio {
+        case .none: return "none"
+        case let .test(f, _): return "test \(f.sampleRate) Hz \(f.channels) ch"
+        case let .wav(path, f): return "wav:\(path) \(f.sampleRate) Hz \(f.channels) ch"
+        case let .alsa(d, f): return "alsa \(d) \(f.sampleRate) Hz \(f.channels) ch"
+        }
     }
 }
 
@@ -44,6 +81,8 @@ public struct SessionSnapshot: Sendable {
     public var audioSamples: Int64 = 0
     public var audioFilledSamples: Int64 = 0
     public var timestampFixes: Int = 0
+    /// Why a source stopped the recording early (device gone), naming the device.
+    public var sourceError: String?
 }
 
 /// One recording: sources -> timeline -> encoders -> MP4, from `start` to the renamed file.
@@ -83,6 +122,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private var drift: DriftLock?
     private let silence: [Int16]
     private var lastVideoPts: Int64 = Int64.min
+    private var lastVideoSlot: Int64 = Int64.min
     private var lastKeptOutput: Nanos?
     private var ptsFixes = 0
     private var framesWritten: Int64 = 0
@@ -115,11 +155,13 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         case .none: vs = nil
         case let .test(f): vs = TestVideoSource(format: f, paced: config.paced)
         case let .y4m(path, _): vs = try FileVideoSource(path: path, paced: config.paced)
+        case let .v4l2(device, request): vs = try V4L2VideoSource(path: device, request: request, logger: logger)
         }
         switch config.audio {
         case .none: aso = nil
         case let .test(f, skew): aso = TestAudioSource(format: f, skewPpm: skew, paced: config.paced)
         case let .wav(path, _): aso = try FileAudioSource(path: path, paced: config.paced)
+        case let .alsa(device, f): aso = try ALSAAudioSource(device: device, format: f, logger: logger)
         }
         videoSource = vs
         audioSource = aso
@@ -250,7 +292,15 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             defer { videoSource!.pool.release(slot) }
             guard case let .keep(out) = timeline.video(at: time), let h264, let converter else { return }
             let frame = try converter.convert(UnsafeRawBufferPointer(videoSource!.pool.buffer(slot)))
-            var pts = rescale(out, h264.timeBase.den, nanosPerSecond * h264.timeBase.num)
+            // The output frame slot nearest the capture time: a camera's timestamps jitter
+            // (vivid under emulation by ±10 ms), so they are snapped to the frame grid; a frame
+            // that lands on a taken slot takes the next one. Dropped frames leave empty slots,
+            // so timing still follows capture time. Synthetic frames are on the grid already.
+            let f = config.videoFormat!
+            var slot = rescale(out, f.fps.num, nanosPerSecond * f.fps.den)
+            if slot <= lastVideoSlot { slot = lastVideoSlot + 1 }
+            lastVideoSlot = slot
+            var pts = rescale(slot, h264.timeBase.den * f.fps.den, f.fps.num * h264.timeBase.num)
             if pts <= lastVideoPts { pts = lastVideoPts + 1; ptsFixes += 1 }
             lastVideoPts = pts
             lastKeptOutput = out
@@ -350,6 +400,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         s.audioFilledSamples = audioFilled
         s.droppedFrames = (videoSource?.dropped ?? 0) + Int64(timeline.videoNonMonotonic)
         s.timestampFixes = ptsFixes + timeline.videoOutputFixes
+        s.sourceError = sourceFailure
         // Recorded duration: the output reached so far (video frame end, or audio length).
         var recorded: Nanos = 0
         if let out = lastKeptOutput, let f = config.videoFormat { recorded = out + f.frameTime(1) }

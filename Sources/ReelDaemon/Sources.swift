@@ -52,6 +52,7 @@ open class CaptureThread: @unchecked Sendable {
     public var hasExited: Bool { monitor.withLock { done } }
     var isStopping: Bool { monitor.withLock { stopping } }
     func countDrop() { monitor.withLock { dropCount += 1 } }
+    func countDrops(_ n: Int64) { monitor.withLock { dropCount += n } }
 
     func launch(_ body: @escaping @Sendable () -> Void) {
         monitor.withLock { done = false; stopping = false }

@@ -36,11 +36,17 @@ struct Reeld: ParsableCommand {
     @Option(name: .customLong("output-dir"), help: "Directory for recordings, created if missing (default: /var/lib/reel).")
     var outputDir: String?
 
-    @Option(help: "Video source: 'test' (the synthetic sync source) or 'none' (default: test).")
+    @Option(help: "Video source: a V4L2 camera '/dev/videoN' (or 'v4l2:/dev/videoN'), 'y4m:PATH' (a YUV4MPEG2 file), 'test' (the synthetic sync source) or 'none'; see --list-devices (default: test).")
     var video: String?
 
-    @Option(help: "Audio source: 'test' (the synthetic sync source) or 'none' (default: test).")
+    @Option(help: "Audio source: an ALSA capture device 'alsa:NAME' (alsa:hw:1,0, alsa:plughw:1,0, alsa:default), 'wav:PATH' (16-bit PCM), 'test' (the synthetic sync source) or 'none' (default: test).")
     var audio: String?
+
+    @Flag(name: .customLong("list-devices"), help: "Print the V4L2 cameras (formats, sizes, frame rates) and ALSA capture devices, then exit.")
+    var listDevices = false
+
+    @Flag(help: "With --list-devices: print JSON (the protocol's devices object).")
+    var json = false
 
     @Option(help: "Video size WxH, even numbers (default: 640x360).")
     var size: String?
@@ -48,7 +54,7 @@ struct Reeld: ParsableCommand {
     @Option(help: "Frame rate: N or N/D, e.g. 30 or 30000/1001 (default: 30).")
     var fps: String?
 
-    @Option(name: .customLong("pixel-format"), help: "Source pixel format: yuyv, uyvy, i420, nv12 (default: yuyv).")
+    @Option(name: .customLong("pixel-format"), help: "Source pixel format: yuyv, uyvy, nv12, yuv420 (= i420); cameras also mjpeg (default: yuyv).")
     var pixelFormat: String?
 
     @Option(name: .customLong("sample-rate"), help: "Audio sample rate in Hz (default: 48000).")
@@ -149,9 +155,10 @@ struct Reeld: ParsableCommand {
         guard let rate = Rational(parsing: fps), rate.num * 1 <= 240 * rate.den else {
             throw ValidationError("invalid --fps '\(fps)': use N or N/D up to 240, e.g. 30 or 30000/1001")
         }
-        guard let pf = PixelFormat(rawValue: pixelFormat.lowercased()) else {
-            throw ValidationError("invalid --pixel-format '\(pixelFormat)' (use \(PixelFormat.allCases.map(\.rawValue).joined(separator: ", ")))")
+        guard let cpf = CameraPixelFormat(name: pixelFormat) else {
+            throw ValidationError("invalid --pixel-format '\(pixelFormat)' (use \(CameraPixelFormat.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
+        let pf = cpf.delivered
         guard (8000...192_000).contains(sampleRate) else { throw ValidationError("invalid --sample-rate \(sampleRate): use 8000 to 192000 Hz") }
         guard (1...8).contains(channels) else { throw ValidationError("invalid --channels \(channels): use 1 to 8") }
         guard (0...51).contains(crf) else { throw ValidationError("invalid --crf \(crf): use 0 to 51") }
@@ -161,13 +168,21 @@ struct Reeld: ParsableCommand {
         let af = AudioFormat(sampleRate: sampleRate, channels: channels)
         let v: RecorderConfig.Video
         switch video {
-        case "test": v = .test(vf)
+        case "test":
+            guard cpf != .mjpeg else { throw ValidationError("--pixel-format mjpeg needs a camera: the test source renders yuyv, uyvy, nv12 or yuv420") }
+            v = .test(vf)
         case "none": v = .none
         case _ where video.hasPrefix("y4m:"):
             let path = String(video.dropFirst(4))
             guard case let .video(f) = try probe(path, video: true).content else { throw ValidationError("\(path) holds no video") }
             v = .y4m(path: path, f)
-        default: throw ValidationError("unsupported --video '\(video)' (use 'test', 'y4m:PATH' or 'none')")
+        default:
+            let path = video.hasPrefix("v4l2:") ? String(video.dropFirst(5)) : video
+            guard path.hasPrefix("/dev/") else {
+                throw ValidationError("unsupported --video '\(video)' (use a camera such as /dev/video0 or v4l2:/dev/video0, 'y4m:PATH', 'test' or 'none'; see 'reeld --list-devices')")
+            }
+            guard !unpaced else { throw ValidationError("--unpaced applies to the synthetic sources and files only, not to camera \(path)") }
+            v = .v4l2(device: path, CameraRequest(width: w, height: h, fps: rate, pixelFormat: cpf))
         }
         let a: RecorderConfig.Audio
         switch audio {
@@ -177,7 +192,12 @@ struct Reeld: ParsableCommand {
             let path = String(audio.dropFirst(4))
             guard case let .audio(f) = try probe(path, video: false).content else { throw ValidationError("\(path) holds no audio") }
             a = .wav(path: path, f)
-        default: throw ValidationError("unsupported --audio '\(audio)' (use 'test', 'wav:PATH' or 'none')")
+        default:
+            guard audio.hasPrefix("alsa:"), audio.count > 5 else {
+                throw ValidationError("unsupported --audio '\(audio)' (use an ALSA device such as alsa:default or alsa:hw:1,0, 'wav:PATH', 'test' or 'none'; see 'reeld --list-devices')")
+            }
+            guard !unpaced else { throw ValidationError("--unpaced applies to the synthetic sources and files only, not to \(audio)") }
+            a = .alsa(device: String(audio.dropFirst(5)), af)
         }
         if case .none = v, case .none = a { throw ValidationError("--video none and --audio none: nothing to record") }
         var h264 = H264Settings()
@@ -200,6 +220,11 @@ struct Reeld: ParsableCommand {
     }
 
     func run() throws {
+        if listDevices {
+            let list = listCaptureDevices()
+            print(json ? try Wire.text(list) : DevicesText.render(list), terminator: json ? "\n" : "")
+            return
+        }
         let env = ProcessInfo.processInfo.environment
         let settings: DaemonSettings
         let config: RecorderConfig

@@ -118,6 +118,10 @@ final class FakeRecorder: ControlHandler {
                 return .success(file: final, status: snapshot)
             case .status:
                 return .success(status: status(s))
+            case .devices:
+                var r = Reply.success()
+                r.devices = DeviceList(video: [], audio: [])
+                return r
             }
         }
     }

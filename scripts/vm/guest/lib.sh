@@ -1,0 +1,73 @@
+# /vm/lib.sh: helpers for scenarios (busybox sh). Sourced before the scenario runs, in the
+# same shell; the scenario runs as root with cwd /out (the 9p share that reaches the host).
+#   OUT=/out                 results for the host (anything written here comes back)
+#   IN=/in                   files passed with `scripts/vm/run --file`
+#   REEL_SOCKET              control socket of reeld_start's daemon
+# Run under `set -e`: a failing command fails the scenario (exit status != 0).
+set -e
+OUT=/out
+IN=/in
+export REEL_SOCKET=/run/reel/reeld.sock
+mkdir -p /run/reel
+
+log() { echo "[scenario $(cut -d' ' -f1 /proc/uptime)] $*"; }
+
+# wait_for PATH [SECONDS]: until PATH exists (a device node, a socket).
+wait_for() {
+    _n=$(( ${2:-10} * 10 ))
+    while [ ! -e "$1" ]; do
+        _n=$((_n - 1)); [ $_n -gt 0 ] || { log "timed out waiting for $1"; return 1; }
+        sleep 0.1
+    done
+}
+
+# reeld_start ARGS...: start reeld in the background (log in $OUT/reeld.log, recordings in
+# $OUT unless ARGS name another --output-dir) and wait until it answers `reelctl status`.
+reeld_start() {
+    reeld --socket "$REEL_SOCKET" --output-dir "$OUT" "$@" >>"$OUT/reeld.log" 2>&1 &
+    REELD_PID=$!
+    _n=200
+    until reelctl status >/dev/null 2>&1; do
+        kill -0 "$REELD_PID" 2>/dev/null || { log "reeld exited during startup"; tail -20 "$OUT/reeld.log"; return 1; }
+        _n=$((_n - 1)); [ $_n -gt 0 ] || { log "reeld did not answer within 20 s"; return 1; }
+        sleep 0.1
+    done
+    log "reeld ready (pid $REELD_PID)"
+}
+
+# reeld_stop: SIGTERM and wait (reeld finishes any recording on SIGTERM).
+reeld_stop() {
+    [ -n "${REELD_PID:-}" ] || return 0
+    kill -TERM "$REELD_PID" 2>/dev/null || true
+    _rc=0; wait "$REELD_PID" || _rc=$?
+    log "reeld exited with status $_rc"; REELD_PID=
+    return $_rc
+}
+
+# ctl ARGS...: reelctl with its command line and output in the scenario log.
+ctl() {
+    log "reelctl $*"
+    reelctl "$@"
+}
+
+# now: CLOCK_MONOTONIC in seconds, microsecond resolution (busybox date has no %N; the
+# kernel's /proc/timer_list starts with 'now at NS nsecs', read on the monotonic clock).
+now() { awk '/^now at /{printf "%.6f\n", $3 / 1e9; exit}' /proc/timer_list; }
+
+# at T0 DT: the instant DT seconds after T0 (both in now() seconds).
+at() { echo "$1 $2" | awk '{printf "%.6f\n", $1 + $2}'; }
+
+# timed NAME ARGS...: run `ctl ARGS...`, append 'NAME T0 T1 RC' to $OUT/times.txt (T0/T1
+# bracket the call, so the host knows when it acted within (T1-T0)/2), print its output.
+timed() {
+    _name=$1; shift
+    _t0=$(now); _rc=0; ctl "$@" || _rc=$?; _t1=$(now)
+    echo "$_name $_t0 $_t1 $_rc" >> "$OUT/times.txt"
+    return $_rc
+}
+
+# sleep_until T: sleep until now() reaches T (a value of now()).
+sleep_until() {
+    _d=$(echo "$1 $(now)" | awk '{d = $1 - $2; print (d > 0 ? d : 0)}')
+    sleep "$_d"
+}

@@ -61,7 +61,7 @@ def run_scenario(scenario, out=None, bin_dir=None, files=(), env=None, timeout=2
         argv += ["--env", f"{k}={v}"]
     argv += list(extra)
     p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=timeout + 120)
+                       stderr=subprocess.PIPE, timeout=timeout + 1020)   # + the VM lock wait
     return Result(name, p.returncode, out, (p.stdout + p.stderr).decode("utf-8", "replace"))
 
 

@@ -26,10 +26,19 @@ vm_copy_file() {
 # dynamic loader) into ROOT. Files already in ROOT or in $VM_BASE_ROOT are skipped.
 vm_copy_bin() {
     local root=$1; shift
-    local bin lib
+    local bin
     for bin in "$@"; do
         [ -x "$bin" ] || vm_die "not an executable: $bin"
         vm_copy_file "$root" "$bin"
+        vm_copy_libs "$root" "$bin"
+    done
+}
+
+# vm_copy_libs ROOT BIN...: only the libraries (and the loader) of BIN.
+vm_copy_libs() {
+    local root=$1; shift
+    local bin lib
+    for bin in "$@"; do
         # ldd prints 'name => /path (addr)' and '/lib64/ld-linux-x86-64.so.2 (addr)';
         # a static binary prints 'not a dynamic executable' (exit 1): nothing to copy
         ldd "$bin" 2>/dev/null | grep -q 'not found' && vm_die "ldd: missing library for $bin: $(ldd "$bin" | grep 'not found')"

@@ -46,7 +46,9 @@ public enum SettingKey: String, CaseIterable, Sendable {
         switch self {
         case .socket: return .string("/run/reel/reeld.sock")
         case .outputDir: return .string("/var/lib/reel")
-        case .video, .audio: return .string("test")
+        // A capture box records its camera and microphone (tests and the demo ask for "test").
+        case .video: return .string("/dev/video0")
+        case .audio: return .string("alsa:default")
         case .size: return .string("640x360")
         case .fps: return .string("30")
         case .pixelFormat: return .string("yuyv")
@@ -89,7 +91,11 @@ public enum SettingKey: String, CaseIterable, Sendable {
         case .onFinishTimeout: return intIn(1...86_400, " seconds")
         case .logLevel: return oneOf(["trace", "debug", "info", "notice", "warning", "error", "critical"])
         case .profile: return oneOf(["baseline", "main", "high"])
-        case .pixelFormat: return oneOf(["yuyv", "uyvy", "i420", "nv12"])
+        case .pixelFormat:
+            // One list of pixel formats: the camera's (it accepts "i420" for "yuv420").
+            guard case let .string(t) = v else { return "expected a string" }
+            return CameraPixelFormat(name: t) != nil ? nil
+                : "'\(t)' is not one of \((CameraPixelFormat.allCases.map(\.rawValue) + ["i420"]).joined(separator: ", "))"
         case .size:
             guard case let .string(t) = v else { return "expected a string" }
             let p = t.split(separator: "x")

@@ -61,3 +61,18 @@ public func rescale(_ value: Int64, _ num: Int64, _ den: Int64, rounding: Roundi
 public protocol MonotonicClock: Sendable {
     func now() -> Nanos
 }
+
+/// Parses decimal seconds ("30", "2.5", "0.125") exactly into ns; nil if malformed or negative.
+public func parseSeconds(_ text: String) -> Nanos? {
+    guard !text.isEmpty, text != "." else { return nil }
+    let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+    guard (1...2).contains(parts.count), let whole = Int64(parts[0].isEmpty ? "0" : String(parts[0])), whole >= 0,
+          whole < 1_000_000_000 else { return nil }
+    var frac: Int64 = 0
+    if parts.count == 2 {
+        let digits = parts[1]
+        guard !digits.isEmpty, digits.count <= 9, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        frac = Int64(digits + String(repeating: "0", count: 9 - digits.count))!
+    }
+    return whole * nanosPerSecond + frac
+}

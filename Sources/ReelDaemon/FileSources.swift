@@ -27,7 +27,7 @@ public final class FileVideoSource: CaptureThread, CaptureSource, @unchecked Sen
             var n: Int64 = 0
             while !isStopping {
                 let t = t0 + format.frameTime(n)
-                if paced { SystemClock.sleep(until: t) }
+                if paced { SystemClock.sleep(until: t) } else { sink.awaitTurn(video: true, at: t) }
                 guard let slot = paced ? pool.tryAcquire() : pool.acquire() else {
                     if isStopping { break }
                     countDrop(); n += 1; continue
@@ -76,6 +76,7 @@ public final class FileAudioSource: CaptureThread, CaptureSource, @unchecked Sen
             let chunk = format.sampleRate / 100
             while !isStopping {
                 if paced { SystemClock.sleep(until: t0 + format.sampleTime(m + Int64(chunk))) }
+                else { sink.awaitTurn(video: false, at: t0 + format.sampleTime(m)) }
                 guard let slot = paced ? pool.tryAcquire() : pool.acquire() else {
                     if isStopping { break }
                     countDrop(); m += Int64(chunk); continue

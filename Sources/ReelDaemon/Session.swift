@@ -108,6 +108,10 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     let finished = Promise<Result<String, RecorderFailure>>()
     private let monitor = Monitor()
     private var snapshotValue = SessionSnapshot()
+    /// Unpaced interleaving: each stream's latest media time (video, audio), guarded by `turn`.
+    private let turn = Monitor()
+    private var position: [Nanos?] = [nil, nil]
+    static let unpacedSlack: Nanos = 500_000_000
 
     // Pipeline thread.
     private let videoSource: (any CaptureSource)?
@@ -216,6 +220,27 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         beat?.beat()
         if TestHooks.freezeCapturePath != nil, beat != nil, beat === (videoBeat ?? audioBeat) { freezeForTest() }
         return wait ? queue.put(.media(event)) : queue.offer(.media(event))
+    }
+
+    /// Unpaced interleaving (see `MediaSink.awaitTurn`): a stream more than `unpacedSlack` of media
+    /// time ahead of the other waits, unless the other has finished or the recording is closing.
+    func awaitTurn(video: Bool, at t: Nanos) {
+        guard videoSource != nil, audioSource != nil else { return }
+        let me = video ? 0 : 1, other = 1 - me
+        turn.withLock {
+            position[me] = t
+            turn.broadcast()
+            while !queue.isClosed {
+                guard let theirs = position[other] else {
+                    if (video ? audioSource : videoSource)?.hasExited == true { return }
+                    turn.wait(until: SystemClock.now() + 50_000_000); continue
+                }
+                if t <= theirs + Self.unpacedSlack { return }
+                // The other stream may have ended: its thread exits without posting again.
+                if (video ? audioSource : videoSource)?.hasExited == true { return }
+                turn.wait(until: SystemClock.now() + 50_000_000)
+            }
+        }
     }
 
     /// Test-only (REEL_TEST_FREEZE_CAPTURE): blocks this capture thread while the trigger file

@@ -20,6 +20,14 @@ public enum MediaEvent: Sendable {
 /// pipeline is behind; unpaced sources may wait (`put`).
 public protocol MediaSink: Sendable {
     func deliver(_ event: MediaEvent, wait: Bool) -> Bool
+    /// Unpaced sources call this before producing the sample at media time `t`: it returns when
+    /// the stream may go on, keeping the streams interleaved by timestamp (as a demuxer does) so
+    /// that one never races far ahead of the other. Live (paced) sources never call it.
+    func awaitTurn(video: Bool, at t: Nanos)
+}
+
+extension MediaSink {
+    public func awaitTurn(video: Bool, at t: Nanos) {}
 }
 
 /// A running capture: a thread that fills `pool` slots and delivers them.
@@ -93,7 +101,7 @@ public final class TestVideoSource: CaptureThread, CaptureSource, @unchecked Sen
             var n: Int64 = 0
             while !isStopping {
                 let t = t0 + format.frameTime(n)
-                if paced { SystemClock.sleep(until: t) }
+                if paced { SystemClock.sleep(until: t) } else { sink.awaitTurn(video: true, at: t) }
                 guard let slot = paced ? pool.tryAcquire() : pool.acquire() else {
                     if isStopping { break }
                     countDrop(); n += 1; continue
@@ -133,6 +141,7 @@ public final class TestAudioSource: CaptureThread, CaptureSource, @unchecked Sen
                 let a = signal.chunkStart(i), b = signal.chunkStart(i + 1)
                 // A chunk is delivered once its last sample has been captured.
                 if paced { SystemClock.sleep(until: t0 + signal.captureTime(sample: b)) }
+                else { sink.awaitTurn(video: false, at: t0 + signal.captureTime(sample: a)) }
                 guard let slot = paced ? pool.tryAcquire() : pool.acquire() else {
                     if isStopping { break }
                     // A live card would overrun here; the pipeline fills the gap with silence.

@@ -7,9 +7,9 @@ import ReelCore
 import ReelDaemon
 import ReelMedia
 
-struct Reeld: ParsableCommand {
+struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "reeld",
+        commandName: "serve",
         abstract: "Reel recorder daemon: camera + microphone to one continuous MP4, driven by reelctl.",
         discussion: """
         Settings come from, in order of precedence: these flags, REEL_* environment variables \
@@ -24,11 +24,130 @@ struct Reeld: ParsableCommand {
         watchdog protocols.
         """)
 
-    @Option(help: ArgumentHelp("Config file (default: $REEL_CONFIG, else /etc/reel/reeld.toml if it exists).", valueName: "path"))
-    var config: String?
+    @OptionGroup var options: DaemonOptions
 
     @Flag(name: .customLong("check-config"), help: "Check the configuration, print every setting with where it came from, and exit (0 if valid, 1 if not).")
     var checkConfig = false
+
+    @Flag(name: .customLong("list-devices"), help: "Print the V4L2 cameras (formats, sizes, frame rates) and ALSA capture devices, then exit.")
+    var listDevices = false
+
+    @Flag(help: "With --list-devices: print JSON (the protocol's devices object).")
+    var json = false
+
+    func run() throws {
+        if listDevices {
+            let list = listCaptureDevices()
+            print(json ? try Wire.text(list) : DevicesText.render(list), terminator: json ? "\n" : "")
+            return
+        }
+        let env = ProcessInfo.processInfo.environment
+        let settings: DaemonSettings
+        let config: RecorderConfig
+        do {
+            (settings, config) = try options.load(environment: env)
+        } catch {
+            FileHandle.standardError.write(Data("reeld: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        if checkConfig {
+            print("reeld: configuration is valid (file: \(settings.filePath ?? "none"))")
+            print(settings.report)
+            return
+        }
+        let level = Logger.Level(rawValue: settings.string(.logLevel)) ?? .info
+        let journal = JournalStream.isStderr(environment: env)
+        LoggingSystem.bootstrap { _ in ReelLogHandler(level: level, journal: journal) }
+        let logger = Logger(label: "reeld")
+        signal(SIGPIPE, SIG_IGN)
+        FFmpegLog.warningsOnly()
+        if let f = settings.filePath { logger.info("configuration read from \(f)") }
+
+        let notifier = Notifier(environment: env)
+        let watchdog = WatchdogEnvironment.timeoutNs(environment: env)
+        // The Notifier and watchdog have read these; the on_finish program must not inherit them.
+        for v in ["WATCHDOG_USEC", "WATCHDOG_PID", "NOTIFY_SOCKET"] { unsetenv(v) }
+        let recorder = Recorder(config: config, logger: logger)
+        let supervisor = Supervisor(notifier: notifier, health: recorder.health, watchdogNs: watchdog, logger: logger,
+                                    statusLine: { recorder.statusLine() })
+        recorder.onStateChange = { line in
+            supervisor.noteStatusSent(line)
+            notifier.send("STATUS=\(line)")
+        }
+        supervisor.onTick = { recorder.tick() }
+        recorder.recoverPartFiles()
+
+        let policy = PeerPolicy(groupName: settings.optionalString(.controlGroup), userName: settings.optionalString(.controlUser))
+        policy.warnings.forEach { logger.warning("\($0)") }
+        let server: ControlServer
+        let listening: String
+        do {
+            if let passed = try SocketActivation.controlSocket(environment: env) {
+                server = ControlServer(listeningFD: passed.fd, handler: recorder, logger: logger,
+                                       maxClients: ControlServer.defaultMaxClients, authorize: policy.authorizer)
+                listening = "socket-activated fd \(passed.fd)\(passed.name.map { " (\($0))" } ?? "")"
+            } else {
+                let path = settings.string(.socket)
+                server = try ControlServer(path: path, handler: recorder, logger: logger,
+                                           maxClients: ControlServer.defaultMaxClients, authorize: policy.authorizer)
+                listening = path
+            }
+        } catch {
+            logger.critical("\(error)")
+            notifier.send("STATUS=error: \(error)")
+            throw ExitCode(1)
+        }
+        server.start()
+        // Signal handling is in place before READY=1: a reload or stop right after never kills
+        // reeld (SIGHUP's default action) or skips finishing a recording.
+        let signals = DispatchQueue(label: "reel-signals")
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)
+            let src = DispatchSource.makeSignalSource(signal: sig, queue: signals)
+            src.setEventHandler {
+                logger.notice("received \(sig == SIGTERM ? "SIGTERM" : "SIGINT"), shutting down")
+                notifier.send("STOPPING=1")
+                recorder.shutdown()
+                FinishHook.waitForRunning(logger: logger)
+                supervisor.stop()
+                server.shutdown()
+                Foundation.exit(0)
+            }
+            src.resume()
+            sources.append(src)
+        }
+        signal(SIGHUP, SIG_IGN)
+        let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: signals)
+        hup.setEventHandler {
+            notifier.send("RELOADING=1")
+            do {
+                let (fresh, cfg) = try options.load(environment: env)
+                recorder.reconfigure(cfg)
+                let fixed: [SettingKey] = [.socket, .controlGroup, .controlUser, .logLevel]
+                let changed = fixed.filter { fresh.values[$0] != settings.values[$0] }.map(\.rawValue)
+                if !changed.isEmpty { logger.warning("SIGHUP: \(changed.joined(separator: ", ")) changed but apply only after a restart ('systemctl restart reeld')") }
+                logger.notice("SIGHUP: configuration re-read\(fresh.filePath.map { " from \($0)" } ?? ""); it applies from the next recording")
+            } catch {
+                logger.error("SIGHUP: configuration not reloaded, keeping the current one: \(error)")
+            }
+            notifier.send("READY=1")
+        }
+        hup.resume()
+        sources.append(hup)
+        logger.notice("listening on \(listening) for \(policy.summary); recordings go to \(config.outputDir)")
+        notifier.send("READY=1\nSTATUS=idle")
+        supervisor.start()  // after READY=1: the first WATCHDOG=1 follows it
+        withExtendedLifetime(sources) { dispatchMain() }
+    }
+}
+
+
+/// The settings both subcommands share: sources, encoders, storage, control; with the
+/// precedence flags > REEL_* environment > config file > defaults.
+struct DaemonOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Config file (default: $REEL_CONFIG, else /etc/reel/reeld.toml if it exists).", valueName: "path"))
+    var config: String?
 
     @Option(help: "Control socket path when not socket-activated (default: /run/reel/reeld.sock).")
     var socket: String?
@@ -41,12 +160,6 @@ struct Reeld: ParsableCommand {
 
     @Option(help: "Audio source: an ALSA capture device 'alsa:NAME' (alsa:hw:1,0, alsa:plughw:1,0, alsa:default), 'wav:PATH' (16-bit PCM), 'test' (the synthetic sync source) or 'none' (default: alsa:default).")
     var audio: String?
-
-    @Flag(name: .customLong("list-devices"), help: "Print the V4L2 cameras (formats, sizes, frame rates) and ALSA capture devices, then exit.")
-    var listDevices = false
-
-    @Flag(help: "With --list-devices: print JSON (the protocol's devices object).")
-    var json = false
 
     @Option(help: "Video size WxH, even numbers (default: 640x360).")
     var size: String?
@@ -217,112 +330,6 @@ struct Reeld: ParsableCommand {
     private func probe(_ path: String, video: Bool) throws -> MediaFileReader {
         do { return try MediaFileReader(path: path, video: video) }
         catch { throw ValidationError("\(error)") }
-    }
-
-    func run() throws {
-        if listDevices {
-            let list = listCaptureDevices()
-            print(json ? try Wire.text(list) : DevicesText.render(list), terminator: json ? "\n" : "")
-            return
-        }
-        let env = ProcessInfo.processInfo.environment
-        let settings: DaemonSettings
-        let config: RecorderConfig
-        do {
-            (settings, config) = try load(environment: env)
-        } catch {
-            FileHandle.standardError.write(Data("reeld: \(error)\n".utf8))
-            throw ExitCode(1)
-        }
-        if checkConfig {
-            print("reeld: configuration is valid (file: \(settings.filePath ?? "none"))")
-            print(settings.report)
-            return
-        }
-        let level = Logger.Level(rawValue: settings.string(.logLevel)) ?? .info
-        let journal = JournalStream.isStderr(environment: env)
-        LoggingSystem.bootstrap { _ in ReelLogHandler(level: level, journal: journal) }
-        let logger = Logger(label: "reeld")
-        signal(SIGPIPE, SIG_IGN)
-        FFmpegLog.warningsOnly()
-        if let f = settings.filePath { logger.info("configuration read from \(f)") }
-
-        let notifier = Notifier(environment: env)
-        let watchdog = WatchdogEnvironment.timeoutNs(environment: env)
-        // The Notifier and watchdog have read these; the on_finish program must not inherit them.
-        for v in ["WATCHDOG_USEC", "WATCHDOG_PID", "NOTIFY_SOCKET"] { unsetenv(v) }
-        let recorder = Recorder(config: config, logger: logger)
-        let supervisor = Supervisor(notifier: notifier, health: recorder.health, watchdogNs: watchdog, logger: logger,
-                                    statusLine: { recorder.statusLine() })
-        recorder.onStateChange = { line in
-            supervisor.noteStatusSent(line)
-            notifier.send("STATUS=\(line)")
-        }
-        supervisor.onTick = { recorder.tick() }
-        recorder.recoverPartFiles()
-
-        let policy = PeerPolicy(groupName: settings.optionalString(.controlGroup), userName: settings.optionalString(.controlUser))
-        policy.warnings.forEach { logger.warning("\($0)") }
-        let server: ControlServer
-        let listening: String
-        do {
-            if let passed = try SocketActivation.controlSocket(environment: env) {
-                server = ControlServer(listeningFD: passed.fd, handler: recorder, logger: logger,
-                                       maxClients: ControlServer.defaultMaxClients, authorize: policy.authorizer)
-                listening = "socket-activated fd \(passed.fd)\(passed.name.map { " (\($0))" } ?? "")"
-            } else {
-                let path = settings.string(.socket)
-                server = try ControlServer(path: path, handler: recorder, logger: logger,
-                                           maxClients: ControlServer.defaultMaxClients, authorize: policy.authorizer)
-                listening = path
-            }
-        } catch {
-            logger.critical("\(error)")
-            notifier.send("STATUS=error: \(error)")
-            throw ExitCode(1)
-        }
-        server.start()
-        // Signal handling is in place before READY=1: a reload or stop right after never kills
-        // reeld (SIGHUP's default action) or skips finishing a recording.
-        let signals = DispatchQueue(label: "reel-signals")
-        var sources: [DispatchSourceSignal] = []
-        for sig in [SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)
-            let src = DispatchSource.makeSignalSource(signal: sig, queue: signals)
-            src.setEventHandler {
-                logger.notice("received \(sig == SIGTERM ? "SIGTERM" : "SIGINT"), shutting down")
-                notifier.send("STOPPING=1")
-                recorder.shutdown()
-                FinishHook.waitForRunning(logger: logger)
-                supervisor.stop()
-                server.shutdown()
-                Foundation.exit(0)
-            }
-            src.resume()
-            sources.append(src)
-        }
-        signal(SIGHUP, SIG_IGN)
-        let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: signals)
-        hup.setEventHandler {
-            notifier.send("RELOADING=1")
-            do {
-                let (fresh, cfg) = try load(environment: env)
-                recorder.reconfigure(cfg)
-                let fixed: [SettingKey] = [.socket, .controlGroup, .controlUser, .logLevel]
-                let changed = fixed.filter { fresh.values[$0] != settings.values[$0] }.map(\.rawValue)
-                if !changed.isEmpty { logger.warning("SIGHUP: \(changed.joined(separator: ", ")) changed but apply only after a restart ('systemctl restart reeld')") }
-                logger.notice("SIGHUP: configuration re-read\(fresh.filePath.map { " from \($0)" } ?? ""); it applies from the next recording")
-            } catch {
-                logger.error("SIGHUP: configuration not reloaded, keeping the current one: \(error)")
-            }
-            notifier.send("READY=1")
-        }
-        hup.resume()
-        sources.append(hup)
-        logger.notice("listening on \(listening) for \(policy.summary); recordings go to \(config.outputDir)")
-        notifier.send("READY=1\nSTATUS=idle")
-        supervisor.start()  // after READY=1: the first WATCHDOG=1 follows it
-        withExtendedLifetime(sources) { dispatchMain() }
     }
 }
 

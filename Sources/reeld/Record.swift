@@ -1,0 +1,104 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import ReelCore
+import ReelDaemon
+import ReelMedia
+
+/// `reeld`: the daemon (`serve`, the default) or a one-shot recording (`record`).
+struct Reeld: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reeld",
+        abstract: "Reel recorder daemon: camera + microphone to one continuous MP4, driven by reelctl.",
+        subcommands: [Serve.self, Record.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// `reeld record`: the same pipeline without the socket, for scripts, benchmarks and long runs.
+struct Record: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Record once into --output and exit: no socket; pauses from a fixed schedule in source time.",
+        discussion: """
+        Sources, encoders and the config file work as for 'reeld serve'. The recording stops after \
+        --duration seconds of source time, at the end of a file source, or on SIGINT/SIGTERM (the \
+        file is finished, not lost). With --pause-every A --pause-for B it pauses at A, 2A, ... \
+        seconds of source time, for B seconds each. Exit status 0 when the file is complete.
+        """)
+
+    @OptionGroup var options: DaemonOptions
+
+    @Option(help: ArgumentHelp("The MP4 to write (written as PATH.part, renamed when complete).", valueName: "path"))
+    var output: String
+
+    @Option(help: "Stop after this many seconds of source time, e.g. 3600 or 2.5 (required for the test source and devices).")
+    var duration: String?
+
+    @Option(name: .customLong("pause-every"), help: "Pause every this many seconds of source time.")
+    var pauseEvery: String?
+
+    @Option(name: .customLong("pause-for"), help: "Length of each scheduled pause, in seconds (with --pause-every).")
+    var pauseFor: String?
+
+    /// Decimal seconds, parsed exactly into integer ns.
+    private func nanos(_ flag: String, _ text: String?) throws -> Nanos? {
+        guard let text else { return nil }
+        guard let ns = parseSeconds(text), ns > 0 else { throw ValidationError("invalid \(flag) '\(text)': use positive seconds, e.g. 30 or 2.5") }
+        return ns
+    }
+
+    mutating func validate() throws {
+        _ = try nanos("--duration", duration)
+        let every = try nanos("--pause-every", pauseEvery), length = try nanos("--pause-for", pauseFor)
+        if let every {
+            guard let length, length < every else {
+                throw ValidationError("--pause-every needs --pause-for shorter than its period")
+            }
+        } else if length != nil { throw ValidationError("--pause-for needs --pause-every") }
+    }
+
+    func run() throws {
+        let env = ProcessInfo.processInfo.environment
+        let (settings, config): (DaemonSettings, RecorderConfig)
+        do { (settings, config) = try options.load(environment: env) } catch {
+            FileHandle.standardError.write(Data("reeld: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        let isFile: Bool
+        switch config.video { case .y4m: isFile = true; case .none: if case .wav = config.audio { isFile = true } else { isFile = false }; default: isFile = false }
+        if duration == nil && !isFile {
+            FileHandle.standardError.write(Data("reeld: record: give --duration (only file sources end by themselves)\n".utf8))
+            throw ExitCode(2)
+        }
+        let level = Logger.Level(rawValue: settings.string(.logLevel)) ?? .info
+        LoggingSystem.bootstrap { _ in ReelLogHandler(level: level, journal: JournalStream.isStderr(environment: env)) }
+        let logger = Logger(label: "reeld")
+        signal(SIGPIPE, SIG_IGN)
+        FFmpegLog.warningsOnly()
+        let signals = DispatchQueue(label: "reel-signals")
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)
+            let src = DispatchSource.makeSignalSource(signal: sig, queue: signals)
+            src.setEventHandler {
+                logger.notice("received \(sig == SIGTERM ? "SIGTERM" : "SIGINT"): finishing the recording")
+                OneShot.stopEarly()
+            }
+            src.resume()
+            sources.append(src)
+        }
+        let output = self.output.hasPrefix("/") ? self.output : FileManager.default.currentDirectoryPath + "/" + self.output
+        do {
+            let (path, snap) = try withExtendedLifetime(sources) {
+                try OneShot.record(config: config, output: output, duration: nanos("--duration", duration),
+                                   pauseEvery: nanos("--pause-every", pauseEvery),
+                                   pauseFor: nanos("--pause-for", pauseFor) ?? 0, logger: logger)
+            }
+            logger.notice("recorded \(path): \(snap.segmentDurations.count) segment(s), \(formatDuration(snap.recordedNs)), \(snap.frames) frames, \(snap.droppedFrames) dropped, \(snap.audioSamples) audio samples")
+            print(path)
+        } catch {
+            logger.error("\(error)")
+            throw ExitCode(1)
+        }
+    }
+}

@@ -119,12 +119,65 @@ def bench_control(bindir):
           f"p99 {p99:.3f} ms over 1000 requests (target p99 <= 5 ms)")
 
 
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+
+
+def bench_drift(bindir, seconds, ppm, lock):
+    """One `seconds`-long unpaced recording of the synthetic sources at 320x180 with a 5 s pause
+    every 30 s and the audio clock skewed by `ppm`; returns (max |A/V offset| ms, drift ppm,
+    RSS KiB at 1/60 of the run, RSS KiB at the end, wall s)."""
+    out = tempfile.mkdtemp(prefix="reel-drift-")
+    path = f"{out}/drift.mp4"
+    argv = [os.path.join(bindir, "reeld"), "record", "--video", "test", "--audio", "test", "--unpaced",
+            "--size", "320x180", "--fps", "30", "--duration", str(seconds), "--pause-every", "30",
+            "--pause-for", "5", f"--test-audio-skew-ppm={ppm}", "--output", path]
+    if not lock:
+        argv.append("--no-drift-lock")
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         env=dict(os.environ, REEL_CONFIG="/dev/null"))
+    samples = []  # (wall s, RSS KiB)
+    while p.poll() is None:
+        r = rss_kib(p.pid)
+        if r:
+            samples.append((time.monotonic() - t0, r))
+        time.sleep(0.25)  # sampling period of a measurement, not synchronisation
+    wall = time.monotonic() - t0
+    err = p.stderr.read().decode(errors="replace")
+    if p.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(argv)}\n{err[-2000:]}")
+    early = next((r for t, r in samples if t >= wall / 60), samples[0][1] if samples else 0)
+    late = samples[-1][1] if samples else 0
+    v = subprocess.run([os.path.join(bindir, "reelctl"), "verify", "--json", path], capture_output=True, text=True)
+    rep = json.loads(v.stdout)
+    shutil.rmtree(out, ignore_errors=True)
+    sy = rep["sync"]
+    return sy["max_abs_offset_ms"], sy.get("offset_drift_ppm"), early, late, wall
+
+
 def main():
     bindir = os.environ.get("REEL_BIN_DIR") or os.path.join(REPO, ".build", "release")
     print(f"machine: {os.cpu_count()} cores; {subprocess.run(['uname', '-sr'], capture_output=True, text=True).stdout.strip()}")
     for size in SIZES:
         bench_size(bindir, size)
     bench_control(bindir)
+    seconds = int(os.environ.get("BENCH_DRIFT_SECONDS", "3600"))
+    if seconds > 0:
+        print(f"\nA/V over {seconds} s of source time (unpaced 320x180, a 5 s pause every 30 s), checked by reelctl verify:")
+        for ppm, lock in ((300, True), (-300, True), (300, False)):
+            off, drift, early, late, wall = bench_drift(bindir, seconds, ppm, lock)
+            print(f"  skew {ppm:+d} ppm, drift lock {'on ' if lock else 'off'}: max |A/V offset| {off:.2f} ms, "
+                  f"drift {drift} ppm ({wall:.0f} s wall)" + ("  (target <= 17 ms)" if lock else "  (must show the drift)"))
+            if lock and ppm > 0:
+                print(f"  memory: RSS {early / 1024:.1f} MiB after 1/60 of the run, {late / 1024:.1f} MiB at the end: "
+                      f"+{(late - early) / 1024:.2f} MiB (target <= 2 MiB)")
 
 
 if __name__ == "__main__":

@@ -185,7 +185,8 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             fifo = AudioFifo(channels: 1, capacityFrames: 1)
             silence = []
         }
-        mux = try MP4Writer(path: partPath, video: h264, audio: aac)
+        // A fragment every 0.5 s of media: a crash loses at most that plus the encoder delay (< 1 s).
+        mux = try MP4Writer(path: partPath, video: h264, audio: aac, fragmentMicros: 500_000)
     }
 
     var sourceDescriptions: (video: String?, audio: String?) { (videoSource?.description, audioSource?.description) }

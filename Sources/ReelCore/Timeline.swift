@@ -6,8 +6,8 @@
 /// - Every request (start, pause, resume, stop) carries an instant on the media clock. It is
 ///   *resolved* on the video frame grid: the cut is the capture time of the first video frame at
 ///   or after the request (the first dropped frame of a pause, the first kept frame of a resume).
-///   Without video, or when no frame arrives within `unresolvedTimeout`, the cut is the request
-///   instant itself.
+///   Without video, or when video stops arriving (`videoStalled`), the cut is the request instant
+///   itself.
 /// - Audio is cut at exactly those instants, to the sample: the cut sample for instant `X` is
 ///   `aS + round((X - S) * rate)` where `S` is the start cut and `aS` the sample at `S`.
 /// - Each pause's length in samples (resume cut sample - pause cut sample) is added to an
@@ -70,7 +70,6 @@ public struct Timeline: Sendable {
 
     public let hasVideo: Bool
     public let audio: AudioFormat?
-    public let unresolvedTimeout: Nanos
 
     var cuts: [Cut]
     var firstUnresolved = 0
@@ -104,11 +103,10 @@ public struct Timeline: Sendable {
     ///   - start: the instant recording was requested; the start cut resolves like any other.
     ///   - hasVideo: whether a video stream exists (it defines the cut grid).
     ///   - audio: the audio stream's format, if any (it defines the offset unit).
-    public init(start: Nanos, hasVideo: Bool, audio: AudioFormat?, unresolvedTimeout: Nanos = 1_000_000_000) {
+    public init(start: Nanos, hasVideo: Bool, audio: AudioFormat?) {
         precondition(hasVideo || audio != nil, "a timeline needs at least one stream")
         self.hasVideo = hasVideo
         self.audio = audio
-        self.unresolvedTimeout = unresolvedTimeout
         self.horizon = start
         self.cuts = [Cut(keepAfter: true, isStop: false, requested: start)]
         if !hasVideo { resolvePending(upTo: start, at: nil) }
@@ -150,10 +148,18 @@ public struct Timeline: Sendable {
     }
 
     /// Tells the timeline that no request will ever come earlier than `t` (the pipeline passes
-    /// CLOCK_MONOTONIC now in paced mode). Resolves requests that waited too long for a frame.
+    /// CLOCK_MONOTONIC now in paced mode).
     public mutating func advance(to t: Nanos) {
         horizon = max(horizon, t)
-        while firstUnresolved < cuts.count, cuts[firstUnresolved].requested + unresolvedTimeout <= horizon {
+    }
+
+    /// Video has stopped *arriving* (a camera that hangs without an error): pending cuts requested
+    /// at or before `t` resolve at their request instants instead of waiting for a frame. The
+    /// caller decides on arrivals, never on how far behind its own processing is: frames waiting
+    /// in a queue still resolve cuts on the frame grid.
+    public mutating func videoStalled(upTo t: Nanos) {
+        horizon = max(horizon, t)
+        while firstUnresolved < cuts.count, cuts[firstUnresolved].requested <= t {
             resolve(firstUnresolved, at: cuts[firstUnresolved].requested)
         }
     }

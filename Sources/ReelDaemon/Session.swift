@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Logging
 import ReelCore
 import ReelMedia
@@ -112,6 +113,10 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private let turn = Monitor()
     private var position: [Nanos?] = [nil, nil]
     static let unpacedSlack: Nanos = 500_000_000
+    /// Video not arriving for this long counts as stalled (see `Timeline.videoStalled`).
+    static let videoStallTimeout: Nanos = 1_000_000_000
+    /// When the last video frame was handed over by the capture thread (CLOCK_MONOTONIC ns).
+    private let lastVideoArrival = Atomic<Int64>(0)
 
     // Pipeline thread.
     private let videoSource: (any CaptureSource)?
@@ -196,6 +201,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     /// Starts the sources at a common T0 and the pipeline thread.
     func start() {
         let t0 = SystemClock.now()
+        lastVideoArrival.store(t0, ordering: .relaxed)
         timeline = Timeline(start: t0, hasVideo: videoSource != nil, audio: config.audioFormat)
         for (r, at) in schedule { _ = try? timeline.request(r, at: t0 + at) }
         if let health {
@@ -214,7 +220,9 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     func deliver(_ event: MediaEvent, wait: Bool) -> Bool {
         let beat: Heartbeat?
         switch event {
-        case .video: beat = videoBeat
+        case .video:
+            beat = videoBeat
+            lastVideoArrival.store(SystemClock.now(), ordering: .relaxed)
         case .audio: beat = audioBeat
         case .sourceFailed, .ended: beat = nil
         }
@@ -269,7 +277,15 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             while true {
                 pipelineBeat?.beat()
                 let event = queue.take(until: SystemClock.now() + 20_000_000)
-                if config.paced { timeline.advance(to: SystemClock.now()) }
+                if config.paced {
+                    let now = SystemClock.now()
+                    timeline.advance(to: now)
+                    // A camera that stops delivering (without an error) must not hold cuts, and the
+                    // audio behind them, forever. Judged on arrivals, not on this thread's lag.
+                    if videoSource != nil, now - lastVideoArrival.load(ordering: .relaxed) > Self.videoStallTimeout {
+                        timeline.videoStalled(upTo: now - Self.videoStallTimeout)
+                    }
+                }
                 if let event { try handle(event) }
                 try drainAudio()
                 if let msg = sourceFailure, !failureHandled {
@@ -361,7 +377,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             guard isVideo || videoSource == nil else { logger.notice("\(msg) (\(partPath))"); return }
             logger.notice("\(msg); the recording ends there (\(partPath))")
             if timeline.phase != .stopped { _ = try? timeline.request(.stop, at: at) }
-            if isVideo { timeline.videoEnded(at: at) } else { timeline.advance(to: at + timeline.unresolvedTimeout) }
+            if isVideo { timeline.videoEnded(at: at) } else { timeline.advance(to: at) }
         }
     }
 

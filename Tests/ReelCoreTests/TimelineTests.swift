@@ -116,17 +116,30 @@ final class TimelineTests: XCTestCase {
 
     func testStalledVideoDoesNotHoldAudioForever() {
         let af = AudioFormat(sampleRate: 48000, channels: 1)
-        var tl = Timeline(start: 0, hasVideo: true, audio: af, unresolvedTimeout: 200 * ms)
+        var tl = Timeline(start: 0, hasVideo: true, audio: af)
         _ = tl.video(at: 0)
         tl.audioArrived(count: 48000, captureTime: 0)
         try! tl.request(.stop, at: 300 * ms)
-        tl.advance(to: 499 * ms)
+        tl.advance(to: 5000 * ms) // a slow pipeline is no reason to give up on the frame grid
         XCTAssertFalse(tl.isStopResolved)
-        tl.advance(to: 500 * ms) // no frame came: the stop resolves at its request instant
+        tl.videoStalled(upTo: 500 * ms) // no frame has arrived for a while: resolve at the request
         XCTAssertTrue(tl.isStopResolved)
         XCTAssertEqual(tl.nextAudioAction(), .keep(14400))
         XCTAssertEqual(tl.nextAudioAction(), .drop(33600))
         XCTAssertTrue(tl.isFinished)
+    }
+
+    func testALaggingPipelineStillCutsOnTheFrameGrid() {
+        // The pipeline processes a pause 2 s after it was asked for, frames still queued: the
+        // cut is the first frame at or after the request, exactly as without the lag.
+        var tl = Timeline(start: 0, hasVideo: true, audio: AudioFormat(sampleRate: 48000, channels: 1))
+        let vf = VideoFormat(width: 64, height: 36, fps: Rational(30), pixelFormat: .yuyv)
+        for n: Int64 in 0..<30 { _ = tl.video(at: vf.frameTime(n)) }
+        try! tl.request(.pause, at: 1010 * ms)
+        tl.advance(to: 3010 * ms)
+        XCTAssertEqual(tl.video(at: vf.frameTime(30)), .keep(outputTime: vf.frameTime(30)))
+        XCTAssertEqual(tl.video(at: vf.frameTime(31)), .drop)
+        XCTAssertEqual(tl.segments.first?.end, vf.frameTime(31))
     }
 
     func testMissingAudioAtStopIsFilledWithSilence() {

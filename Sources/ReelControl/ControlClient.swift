@@ -92,6 +92,26 @@ public final class ControlClient {
         }
     }
 
+    /// Sends `events` and returns the reply; on `ok` and `subscribed` the connection is then an
+    /// event stream: read it with `nextLine(timeoutMs:)`.
+    public func subscribe(timeoutMs: Int, id: Int? = 1) throws -> Reply {
+        try send(Request(id: id, cmd: .events), timeoutMs: timeoutMs)
+    }
+
+    /// The next line the server sends (without its `\n`), waiting up to `timeoutMs` (nil: no
+    /// limit). For event streams. Throws `SocketError` `.connectionClosed` when reeld closes.
+    public func nextLine(timeoutMs: Int?) throws -> [UInt8] {
+        let deadline = timeoutMs.map { Sys.monotonicMs() + Int64(max(0, $0)) } ?? Int64.max / 2
+        do {
+            return try readLine(deadline: deadline)
+        } catch let error as SocketError where error.kind == .timedOut {
+            throw error  // the stream is still usable
+        } catch {
+            broken = true
+            throw error
+        }
+    }
+
     private func lineFor(_ request: Request) throws -> [UInt8] {
         do {
             return try Wire.line(request)

@@ -39,7 +39,26 @@ public final class ControlServer: Sendable {
         var stopRequested = false
         /// Replies finished by handler threads, waiting for the I/O thread.
         var completions: [(connection: UInt64, bytes: [UInt8])] = []
+        /// Where `events` subscribers get their events from (nil: `events` is refused).
+        var events: EventBus?
     }
+
+    /// Serves `events` requests from `bus`: each such connection becomes a stream of the events
+    /// published there. Call before `start()`.
+    public func attach(events bus: EventBus) {
+        shared.withLock { $0.events = bus }
+        bus.addWaker { [weak self] in self?.wakeForEvents() }
+    }
+
+    private func wakeForEvents() {
+        // Under the lock for the same reason as in dispatch(): the pipe may be closing.
+        shared.withLock { s in
+            guard !s.stopRequested else { return }
+            Sys.wake(wakeWrite)
+        }
+    }
+
+    fileprivate var eventBus: EventBus? { shared.withLock { $0.events } }
 
     /// Creates the socket at `path`, mode 0660, and listens. A stale socket file (nothing
     /// listening) is replaced; a live one, or a non-socket file at `path`, is an error naming it.
@@ -297,6 +316,9 @@ private final class Connection {
     var malformed = 0
     /// Set when the peer failed the credentials check: every request is answered with this.
     var forbidden: String?
+    /// The event-bus subscription once the client sent `events`: the connection is then a
+    /// stream; further input is read (to notice the client leaving) and discarded.
+    var subscription: UInt64?
 
     init(id: UInt64, fd: Int32) {
         self.id = id
@@ -309,6 +331,7 @@ private final class Connection {
 private final class IOLoop {
     let server: ControlServer
     let logger: Logger
+    let eventBus: EventBus?
     var connections: [UInt64: Connection] = [:]
     var nextID: UInt64 = 1
     var acceptPausedUntilMs: Int64 = 0
@@ -322,6 +345,7 @@ private final class IOLoop {
     init(server: ControlServer) {
         self.server = server
         self.logger = server.log
+        self.eventBus = server.eventBus
     }
 
     func run() {
@@ -377,9 +401,33 @@ private final class IOLoop {
                 if connections[conn.id] != nil, revents & POLLOUT != 0 { flush(conn) }
                 if connections[conn.id] != nil { advance(conn) }
             }
+            if eventBus != nil {
+                for conn in Array(connections.values) where conn.subscription != nil { pumpEvents(conn) }
+            }
         }
         for conn in connections.values { Sys.close(conn.fd) }
         connections.removeAll()
+    }
+
+    /// Unsent bytes above which a subscriber's events wait in the bus (where they are bounded).
+    static let maxStreamBacklog = 64 * 1024
+
+    /// Moves queued events of a subscribed connection to its output; closes it after an overflow.
+    func pumpEvents(_ conn: Connection) {
+        guard let sub = conn.subscription, let bus = eventBus,
+              conn.output.count - conn.outputOffset < Self.maxStreamBacklog else { return }
+        let (lines, ended) = bus.take(sub)
+        for line in lines { append(line, to: conn) }
+        if ended {
+            logger.info("dropping an event subscriber: it fell behind by \(bus.capacity) events", metadata: ["conn": "\(conn.id)"])
+            conn.subscription = nil
+            conn.closeWhenFlushed = true
+        }
+        guard !lines.isEmpty || ended else { return }
+        flush(conn)
+        if connections[conn.id] != nil, conn.closeWhenFlushed, !conn.hasOutput, !conn.inFlight {
+            close(conn, why: "event subscriber fell behind")
+        }
     }
 
     func wantsInput(_ conn: Connection) -> Bool {
@@ -454,6 +502,7 @@ private final class IOLoop {
             }
             return
         }
+        if conn.subscription != nil { return }  // a stream: input is ignored
         conn.input.append(contentsOf: scratch[..<got])
         splitLines(conn)
     }
@@ -485,6 +534,10 @@ private final class IOLoop {
     /// directly, writes what is ready, and closes when done.
     func advance(_ conn: Connection) {
         while !conn.inFlight, !conn.closeWhenFlushed {
+            if conn.subscription != nil {
+                conn.lines.removeAll()  // a stream: requests after `events` are ignored
+                break
+            }
             if !conn.lines.isEmpty {
                 let line = conn.lines.removeFirst()
                 if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }) { continue }  // blank: ignored
@@ -500,6 +553,8 @@ private final class IOLoop {
                     continue
                 }
                 switch Wire.parseRequest(line) {
+                case .success(let request) where request.cmd == .events:
+                    subscribe(conn, request)
                 case .success(let request):
                     logger.debug("control request", metadata: ["conn": "\(conn.id)", "cmd": "\(request.cmd.rawValue)"])
                     conn.inFlight = true
@@ -524,6 +579,20 @@ private final class IOLoop {
         if connections[conn.id] != nil, conn.closeWhenFlushed, !conn.hasOutput, !conn.inFlight {
             close(conn, why: conn.lineTooLong ? "line too long" : "client finished")
         }
+    }
+
+    /// `events`: answers `subscribed` and makes the connection a stream of the bus's events.
+    func subscribe(_ conn: Connection, _ request: Request) {
+        guard let bus = eventBus else {
+            let error = ControlError.failed("this reeld serves no event stream (a server without an event bus; upgrade reeld)")
+            append(ControlServer.encode(.failure(error, id: request.id), logger: logger), to: conn)
+            return
+        }
+        conn.subscription = bus.subscribe()
+        logger.debug("event subscriber", metadata: ["conn": "\(conn.id)"])
+        var reply = Reply(ok: true, subscribed: true)
+        reply.id = request.id
+        append(ControlServer.encode(reply, logger: logger), to: conn)
     }
 
     func append(_ bytes: [UInt8], to conn: Connection) {
@@ -555,6 +624,7 @@ private final class IOLoop {
     func close(_ conn: Connection, why: String) {
         guard connections.removeValue(forKey: conn.id) != nil else { return }
         Sys.close(conn.fd)
+        if let sub = conn.subscription { eventBus?.unsubscribe(sub) }
         if conn.malformed > 0 {
             logger.info("a control client sent \(conn.malformed) malformed request(s) of \(conn.requests); each was answered with bad_request",
                         metadata: ["conn": "\(conn.id)"])

@@ -43,9 +43,24 @@ struct JSONWriter {
         raw(String(value))
     }
 
+    mutating func field<I: BinaryInteger>(_ name: String, _ value: I?) {
+        key(name)
+        raw(value.map { String($0) } ?? "null")
+    }
+
     mutating func field(_ name: String, _ value: Bool) {
         key(name)
         raw(value ? "true" : "false")
+    }
+
+    /// A finite number as JSON (nil or non-finite: `null`).
+    mutating func field(_ name: String, _ value: Double?) {
+        key(name)
+        number(value)
+    }
+
+    mutating func number(_ value: Double?) {
+        if let value, value.isFinite { raw("\(value)") } else { raw("null") }
     }
 
     mutating func string(_ value: String) {
@@ -139,6 +154,10 @@ extension StatusInfo: OrderedJSON {
             o.field("video", video)
             o.field("audio", audio)
             o.field("uptimeNs", uptimeNs)
+            o.key("audioPeakDbfs")
+            o.array(audioPeakDbfs) { a, p in a.number(p) }
+            o.field("bytesWritten", bytesWritten)
+            o.field("freeBytes", freeBytes)
         }
     }
 }
@@ -158,10 +177,25 @@ extension Reply: OrderedJSON {
                 o.key("devices")
                 devices.write(to: &o)
             }
+            if let subscribed { o.field("subscribed", subscribed) }
             if let error {
                 o.key("error")
                 error.write(to: &o)
             }
+        }
+    }
+}
+
+extension ControlEvent: OrderedJSON {
+    func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.field("v", v)
+            o.field("event", event)
+            if let state { o.field("state", state.rawValue) }
+            if event != Kind.overflow { o.field("file", file) }
+            if let segment { o.field("segment", segment) }
+            if let message { o.field("message", message) }
+            o.field("at", at)
         }
     }
 }

@@ -7,6 +7,8 @@ public let protocolVersion = 1
 /// What a client asks the daemon to do.
 public enum Command: String, Codable, Sendable, CaseIterable {
     case start, pause, resume, stop, status, devices
+    /// Turns the connection into a stream of `ControlEvent` lines (handled by the server itself).
+    case events
 }
 
 /// One request line: `{"v":1,"id":7,"cmd":"start","name":"clip"}`.
@@ -103,6 +105,13 @@ public struct StatusInfo: Codable, Sendable, Equatable {
     public var audio: String
     /// Time since the daemon started.
     public var uptimeNs: Nanos
+    /// Per audio channel: the peak of the recorded audio over the last second in dBFS (0 is full
+    /// scale, one decimal), nil for digital silence. Empty when idle or without audio.
+    public var audioPeakDbfs: [Double?] = []
+    /// Size of the file being recorded so far, nil when idle.
+    public var bytesWritten: Int64?
+    /// Free space for reeld in the output directory (statvfs), nil when it cannot be read.
+    public var freeBytes: Int64?
 
     public init(state: RecorderState, file: String?, segments: [SegmentInfo], recordedNs: Nanos,
                 frames: Int64, droppedFrames: Int64, audioSamples: Int64, lastFile: String?,
@@ -124,6 +133,7 @@ public struct StatusInfo: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case state, file, segments, recordedNs, frames, droppedFrames, audioSamples, audioFilledSamples, lastFile, lastError, video, audio, uptimeNs
+        case audioPeakDbfs, bytesWritten, freeBytes
     }
 
     // Written by hand so that a reply from an older reeld without `audioFilledSamples` decodes (as 0).
@@ -142,6 +152,10 @@ public struct StatusInfo: Codable, Sendable, Equatable {
         video = try c.decode(String.self, forKey: .video)
         audio = try c.decode(String.self, forKey: .audio)
         uptimeNs = try c.decode(Nanos.self, forKey: .uptimeNs)
+        // Added later (live view): absent from older replies.
+        audioPeakDbfs = try c.decodeIfPresent([Double?].self, forKey: .audioPeakDbfs) ?? []
+        bytesWritten = try c.decodeIfPresent(Int64.self, forKey: .bytesWritten)
+        freeBytes = try c.decodeIfPresent(Int64.self, forKey: .freeBytes)
     }
 
     // Written by hand so that absent values appear as `null` (the synthesized one omits them).
@@ -160,6 +174,45 @@ public struct StatusInfo: Codable, Sendable, Equatable {
         try c.encode(video, forKey: .video)
         try c.encode(audio, forKey: .audio)
         try c.encode(uptimeNs, forKey: .uptimeNs)
+        try c.encode(audioPeakDbfs, forKey: .audioPeakDbfs)
+        try c.encode(bytesWritten, forKey: .bytesWritten)
+        try c.encode(freeBytes, forKey: .freeBytes)
+    }
+}
+
+/// One line of an event stream (`events`): a state change, a new segment, a finished file,
+/// an error, or `overflow` (the subscriber fell behind and is dropped; the last line it gets).
+public struct ControlEvent: Codable, Sendable, Equatable {
+    public enum Kind {
+        public static let state = "state"
+        public static let segment = "segment"
+        public static let finished = "finished"
+        public static let error = "error"
+        public static let overflow = "overflow"
+    }
+    public var v: Int
+    /// `state`, `segment`, `finished`, `error` or `overflow`; clients ignore kinds they do not know.
+    public var event: String
+    /// `state` events: the new state.
+    public var state: RecorderState?
+    /// The file concerned: the `.part` path while recording, the final path for `finished`.
+    public var file: String?
+    /// `segment` events: the index of the segment that begins.
+    public var segment: Int?
+    /// `error` events: what went wrong, naming the thing and the fix.
+    public var message: String?
+    /// When it happened, CLOCK_MONOTONIC nanoseconds on reeld's host.
+    public var at: Nanos
+
+    public init(event: String, state: RecorderState? = nil, file: String? = nil, segment: Int? = nil,
+                message: String? = nil, at: Nanos) {
+        self.v = protocolVersion
+        self.event = event
+        self.state = state
+        self.file = file
+        self.segment = segment
+        self.message = message
+        self.at = at
     }
 }
 
@@ -174,10 +227,14 @@ public struct Reply: Codable, Sendable, Equatable {
     public var error: ControlError?
     /// The capture devices present (`devices` only).
     public var devices: DeviceList?
+    /// `events` only: true once the connection has become an event stream.
+    public var subscribed: Bool?
 
     public init(v: Int = protocolVersion, id: Int? = nil, ok: Bool, file: String? = nil,
-                status: StatusInfo? = nil, error: ControlError? = nil, devices: DeviceList? = nil) {
+                status: StatusInfo? = nil, error: ControlError? = nil, devices: DeviceList? = nil,
+                subscribed: Bool? = nil) {
         self.devices = devices
+        self.subscribed = subscribed
         self.v = v
         self.id = id
         self.ok = ok

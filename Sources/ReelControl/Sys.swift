@@ -224,6 +224,13 @@ enum Sys {
     }
 
     /// CLOCK_MONOTONIC in milliseconds.
+    static func monotonicNs() -> Int64 {
+        var ts = timespec()
+        // Unsafe: clock_gettime fills the local timespec. CLOCK_MONOTONIC cannot fail.
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
     static func monotonicMs() -> Int64 {
         var ts = timespec()
         // Unsafe: clock_gettime fills the local timespec. CLOCK_MONOTONIC cannot fail.

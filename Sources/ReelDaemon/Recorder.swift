@@ -23,6 +23,9 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     public var onStateChange: (@Sendable (String) -> Void)?
     /// Heartbeats of each recording's capture and pipeline threads (read by the Supervisor).
     public let health: HealthMonitor
+    /// State changes, segments, finished files and errors, for `events` subscribers
+    /// (`ControlServer.attach(events:)`). Publishing never blocks the recorder.
+    public let events = EventBus()
 
     public init(config: RecorderConfig, logger: Logger, health: HealthMonitor = HealthMonitor()) {
         self.currentConfig = config
@@ -41,6 +44,9 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             var r = Reply(v: protocolVersion, id: request.id, ok: true)
             r.devices = listCaptureDevices()
             return r
+        case .events:
+            // The server answers `events` itself (ControlServer.attach(events:)).
+            return failure(request.id, .failed("'events' reached the recorder instead of the control server (a bug in reeld; see its log)"))
         }
     }
 
@@ -55,6 +61,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         let msg = "free space in \(s.config.outputDir) fell to \(Storage.megabytes(free)), below min_free_mb \(s.config.minFreeBytes / 1_000_000): finishing \(s.partPath)"
         logger.error("\(msg)")
         monitor.withLock { lastError = msg }
+        emitError(msg)
         Thread.detachNewThread { [self] in _ = stop(id: nil) }
     }
 
@@ -88,6 +95,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             let msg = "cannot start recording: only \(Storage.megabytes(free)) free in \(config.outputDir), below min_free_mb \(config.minFreeBytes / 1_000_000) (free some space, or lower min_free_mb)"
             logger.error("\(msg)")
             monitor.withLock { lastError = msg }
+            emitError(msg)
             return failure(id, .failed(msg))
         }
         do {
@@ -95,7 +103,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             monitor.withLock { session = s; lastError = nil }
             s.start()
             logger.notice("recording started: \(paths.part) (video: \(s.sourceDescriptions.video ?? "none"), audio: \(s.sourceDescriptions.audio ?? "none"))")
-            stateChanged()
+            stateChanged(file: paths.part)
             // When the pipeline ends on its own (source failure, disk error), the session is cleared.
             Thread.detachNewThread { [self] in
                 let result = s.finished.wait(until: nil)!
@@ -109,6 +117,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             logger.error("\(msg)")
             unlink(paths.part)
             monitor.withLock { lastError = msg }
+            emitError(msg)
             return failure(id, .failed(msg))
         }
     }
@@ -117,10 +126,16 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         guard let s = monitor.withLock({ session }) else {
             return failure(id, .wrongState("cannot \(r): not recording (state is idle; run 'reelctl start' first)"))
         }
+        // A resume begins the segment after those recorded so far.
+        let nextSegment = s.snapshot.segmentDurations.count
         switch s.request(r) {
         case .ok:
             logger.notice("\(r == .pause ? "paused" : "resumed"): \(s.partPath)")
-            stateChanged()
+            if r == .resume {
+                let index = nextSegment
+                events.publish(ControlEvent(event: ControlEvent.Kind.segment, file: s.partPath, segment: index, at: SystemClock.now()))
+            }
+            stateChanged(file: s.partPath)
             return reply(id: id)
         case let .refused(msg): return failure(id, .wrongState(msg))
         case let .failed(msg): return failure(id, .failed(msg))
@@ -137,7 +152,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         case let .refused(msg): return failure(id, .wrongState(msg))
         case let .failed(msg): return failure(id, .failed(msg))
         }
-        stateChanged()
+        stateChanged(file: s.partPath)
         guard let result = s.finished.wait(until: SystemClock.now() + 120 * nanosPerSecond) else {
             return failure(id, .failed("stopping \(s.partPath) did not finish within 120 s; the daemon log has details"))
         }
@@ -168,12 +183,18 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         switch result {
         case let .success(p):
             let snap = s.snapshot
-            if let e = s.snapshot.sourceError { logger.error("recording \(p) finished early: \(e)") }
+            if let e = s.snapshot.sourceError {
+                logger.error("recording \(p) finished early: \(e)")
+                emitError("\(e); the recording was finished early into \(p)")
+            }
+            events.publish(ControlEvent(event: ControlEvent.Kind.finished, file: p, at: SystemClock.now()))
             logger.notice("recording finished: \(p) (\(snap.segmentDurations.count) segments, \(formatDuration(snap.recordedNs)), \(snap.frames) frames, \(snap.droppedFrames) dropped)")
             FinishHook.run(s.config.onFinish, file: p, timeoutNs: s.config.onFinishTimeoutNs, logger: logger)
-        case let .failure(e): logger.error("recording ended with an error: \(e)")
+        case let .failure(e):
+            logger.error("recording ended with an error: \(e)")
+            emitError("recording \(s.partPath) ended with an error: \(e)")
         }
-        stateChanged()
+        stateChanged(file: nil)
     }
 
     // MARK: Helpers
@@ -219,13 +240,25 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             state = sn.stopping ? .stopping : (sn.phase == .paused ? .paused : .recording)
         } else { state = .idle }
         let desc: (video: String?, audio: String?) = current?.sourceDescriptions ?? (nil, nil)
-        return StatusInfo(
+        var info = StatusInfo(
             state: state, file: s?.partPath,
             segments: snap.segmentDurations.enumerated().map { SegmentInfo(index: $0.offset, durationNs: $0.element) },
             recordedNs: snap.recordedNs, frames: snap.frames, droppedFrames: snap.droppedFrames,
             audioSamples: snap.audioSamples, lastFile: lastFile, lastError: lastError,
             video: desc.video ?? config.videoDescription, audio: desc.audio ?? config.audioDescription,
             uptimeNs: SystemClock.now() - startedAt, audioFilledSamples: snap.audioFilledSamples)
+        if current != nil {
+            info.audioPeakDbfs = snap.audioPeak.map(Self.dbfs)
+            info.bytesWritten = snap.bytesWritten
+        }
+        info.freeBytes = Storage.freeBytes((current?.config ?? config).outputDir)
+        return info
+    }
+
+    /// A sample peak (0...32768) in dBFS with one decimal; nil for digital silence.
+    static func dbfs(_ peak: Int32) -> Double? {
+        guard peak > 0 else { return nil }
+        return (20 * log10(Double(peak) / 32768) * 10).rounded() / 10
     }
 
     private func reply(id: Int?, finished: RecordingSession? = nil) -> Reply {
@@ -235,9 +268,16 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         Reply(v: protocolVersion, id: id, ok: false, file: nil, status: nil, error: e)
     }
 
-    private func stateChanged() {
+    /// Tells systemd (STATUS=) and event subscribers the new state.
+    private func stateChanged(file: String?) {
+        let st = status()
+        events.publish(ControlEvent(event: ControlEvent.Kind.state, state: st.state, file: file ?? st.file, at: SystemClock.now()))
         guard let cb = onStateChange else { return }
         cb(statusLine().line)
+    }
+
+    private func emitError(_ message: String) {
+        events.publish(ControlEvent(event: ControlEvent.Kind.error, message: message, at: SystemClock.now()))
     }
 
     /// The one-line state for systemd's STATUS=, e.g. "recording 00:01:23, 3 segments", and

@@ -82,6 +82,10 @@ public struct SessionSnapshot: Sendable {
     public var audioSamples: Int64 = 0
     public var audioFilledSamples: Int64 = 0
     public var timestampFixes: Int = 0
+    /// Per channel: the largest |sample| of the audio encoded (kept) over the last ~1 s, 0...32768.
+    public var audioPeak: [Int32] = []
+    /// Bytes of the MP4 written so far.
+    public var bytesWritten: Int64 = 0
     /// Why a source stopped the recording early (device gone), naming the device.
     public var sourceError: String?
 }
@@ -135,6 +139,10 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private var lastKeptOutput: Nanos?
     private var ptsFixes = 0
     private var framesWritten: Int64 = 0
+    /// Audio peak meter: per-channel peak of the current ~100 ms bucket, and the last 10 buckets.
+    private var peakBucket: [Int32] = []
+    private var peakWindow: [[Int32]] = []
+    private var peakRotatedAt: Nanos = 0
     private var audioFirstSample: Int64?
     private var audioReceived: Int64 = 0
     private var audioFilled: Int64 = 0
@@ -414,7 +422,12 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         guard let aac else { return }
         while let action = timeline.nextAudioAction() {
             switch action {
-            case let .keep(n): try fifo.consume(n) { samples in try aac.encode(interleaved: samples) { try mux.writeAudio($0) } }
+            case let .keep(n):
+                let channels = fifo.channels  // read before consume(): it holds exclusive access to fifo
+                try fifo.consume(n) { samples in
+                    meterPeak(samples, channels: channels)
+                    try aac.encode(interleaved: samples) { try mux.writeAudio($0) }
+                }
             case let .drop(n): fifo.discard(n)
             case let .silence(n): try encodeSilence(n)
             }
@@ -433,8 +446,41 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         }
     }
 
+    /// Folds kept (encoded) samples into the current peak bucket. Silence filled in for lost or
+    /// missing samples is not metered: it is zero anyway.
+    /// Unsafe: `samples` is the FIFO's storage lent by `consume` for this call only; read in bounds.
+    private func meterPeak(_ samples: UnsafeBufferPointer<Int16>, channels ch: Int) {
+        if peakBucket.count != ch { peakBucket = [Int32](repeating: 0, count: ch) }
+        var i = 0
+        while i + ch <= samples.count {
+            for c in 0..<ch {
+                let v = Int32(samples[i + c]).magnitude  // -32768 → 32768
+                if Int32(v) > peakBucket[c] { peakBucket[c] = Int32(v) }
+            }
+            i += ch
+        }
+    }
+
+    /// The per-channel peak over the last 10 buckets of >= 100 ms plus the current one (~1 s).
+    private func meteredPeak(now: Nanos) -> [Int32] {
+        guard config.audioFormat != nil else { return [] }
+        let ch = fifo.channels
+        if peakBucket.count != ch { peakBucket = [Int32](repeating: 0, count: ch) }
+        var peak = peakBucket
+        for bucket in peakWindow { for c in 0..<ch { peak[c] = max(peak[c], bucket[c]) } }
+        if now - peakRotatedAt >= 100_000_000 {
+            peakWindow.append(peakBucket)
+            if peakWindow.count > 10 { peakWindow.removeFirst() }
+            peakBucket = [Int32](repeating: 0, count: ch)
+            peakRotatedAt = now
+        }
+        return peak
+    }
+
     private func publish() {
         var s = SessionSnapshot()
+        s.audioPeak = meteredPeak(now: SystemClock.now())
+        s.bytesWritten = mux.bytesWritten
         s.phase = timeline.phase
         s.stopping = timeline.phase == .stopped
         s.frames = framesWritten

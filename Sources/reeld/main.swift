@@ -97,6 +97,7 @@ struct Serve: ParsableCommand {
             notifier.send("STATUS=error: \(error)")
             throw ExitCode(1)
         }
+        server.attach(events: recorder.events)
         server.start()
         // Signal handling is in place before READY=1: a reload or stop right after never kills
         // reeld (SIGHUP's default action) or skips finishing a recording.

@@ -122,6 +122,8 @@ final class FakeRecorder: ControlHandler {
                 var r = Reply.success()
                 r.devices = DeviceList(video: [], audio: [])
                 return r
+            case .events:
+                return .failure(.failed("events reached the handler"))
             }
         }
     }
@@ -270,9 +272,10 @@ final class Fixture {
     let server: ControlServer
     var path: String { dir.socket() }
 
-    init(maxClients: Int = ControlServer.defaultMaxClients, authorize: PeerAuthorizer? = nil) throws {
+    init(maxClients: Int = ControlServer.defaultMaxClients, authorize: PeerAuthorizer? = nil, events: EventBus? = nil) throws {
         server = try ControlServer(path: dir.socket(), handler: recorder, logger: logs.logger(), maxClients: maxClients,
                                    authorize: authorize)
+        if let events { server.attach(events: events) }
         server.start()
     }
 

@@ -450,6 +450,8 @@ private final class IOLoop {
                 logger.error("cannot accept a control client: \(error)")
                 return
             }
+            // Clients that already hung up but were not reaped yet (a busy loop) hold no real slot.
+            if connections.count >= server.clientLimit { reapHungUp() }
             if connections.count >= server.clientLimit {
                 refuseBusy(fd)
                 continue
@@ -470,6 +472,16 @@ private final class IOLoop {
                     conn.forbidden = "reeld cannot tell who you are (\(error)); connect over its Unix socket"
                 }
             }
+        }
+    }
+
+    /// Closes every connection whose peer has hung up, with one zero-timeout poll.
+    func reapHungUp() {
+        let conns = Array(connections.values)
+        var fds = conns.map { pollfd(fd: $0.fd, events: 0, revents: 0) }
+        guard (try? Sys.poll(&fds, timeoutMs: { 0 })) != nil else { return }
+        for (conn, p) in zip(conns, fds) where Int32(p.revents) & (POLLHUP | POLLERR | POLLNVAL) != 0 {
+            close(conn, why: "client hung up")
         }
     }
 

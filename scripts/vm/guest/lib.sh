@@ -71,3 +71,28 @@ sleep_until() {
     _d=$(echo "$1 $(now)" | awk '{d = $1 - $2; print (d > 0 ? d : 0)}')
     sleep "$_d"
 }
+
+# --- Real-driver capture scenarios (vivid + snd-aloop) ---
+# wait_state STATE SECONDS: until reelctl status says STATE.
+wait_state() {
+    _n=$(( $2 * 10 ))
+    until reelctl status --json | grep -q "\"state\":\"$1\""; do
+        _n=$((_n - 1)); [ $_n -gt 0 ] || { log "reeld did not reach state $1 within $2 s"; return 1; }
+        sleep 0.1
+    done
+}
+CAM=/dev/video0 MIC=hw:Loopback,1,0 SPEAKER=hw:Loopback,0,0
+# capture_setup: recordings go to the guest's tmpfs (a capture box's local disk), not through
+# 9p, whose synchronous writes under emulation stall the pipeline; collect copies them to /out.
+capture_setup() {
+    PRESET=${PRESET:-ultrafast}
+    REC=/tmp/rec
+    mkdir -p $REC
+}
+collect() { cp $REC/*.mp4* "$OUT"/ 2>/dev/null || true; }
+# play: the host-made signal (/in/steps.wav, S16 48 kHz mono) into the loopback, in the background.
+play() {
+    echo "play $(now) $(now) 0" >> "$OUT/times.txt"
+    aplay -q -D "$SPEAKER" /in/steps.wav &
+    APLAY_PID=$!
+}

@@ -1,40 +1,7 @@
 # Real drivers: vivid drops 10 % of its buffers (percentage_of_dropped_buffers=10). The
 # output must still follow capture time (duration = the recorded span) and status must
 # count the drops.
-# Timing helpers (also in newer guest/lib.sh; defined here when missing).
-command -v now >/dev/null 2>&1 || now() { awk '/^now at /{printf "%.6f\n", $3 / 1e9; exit}' /proc/timer_list; }
-command -v at >/dev/null 2>&1 || at() { echo "$1 $2" | awk '{printf "%.6f\n", $1 + $2}'; }
-command -v timed >/dev/null 2>&1 || timed() {
-    _name=$1; shift
-    _t0=$(now); _rc=0; ctl "$@" || _rc=$?; _t1=$(now)
-    echo "$_name $_t0 $_t1 $_rc" >> "$OUT/times.txt"
-    return $_rc
-}
-command -v sleep_until >/dev/null 2>&1 || sleep_until() {
-    _d=$(echo "$1 $(now)" | awk '{d = $1 - $2; print (d > 0 ? d : 0)}')
-    sleep "$_d"
-}
-# wait_state STATE SECONDS: until reelctl status says STATE.
-wait_state() {
-    _n=$(( $2 * 10 ))
-    until reelctl status --json | grep -q "\"state\":\"$1\""; do
-        _n=$((_n - 1)); [ $_n -gt 0 ] || { log "reeld did not reach state $1 within $2 s"; return 1; }
-        sleep 0.1
-    done
-}
-CAM=/dev/video0 MIC=hw:Loopback,1,0 SPEAKER=hw:Loopback,0,0
-PRESET=${PRESET:-ultrafast}
-# Recordings go to the guest's tmpfs (a capture box's local disk), not through 9p, whose
-# synchronous writes under emulation stall the pipeline; collect copies them to /out.
-REC=/tmp/rec
-mkdir -p $REC
-collect() { cp $REC/*.mp4* "$OUT"/ 2>/dev/null || true; }
-# play: the host-made signal (/in/steps.wav, S16 48 kHz mono) into the loopback, in the background.
-play() {
-    echo "play $(now) $(now) 0" >> "$OUT/times.txt"
-    aplay -q -D "$SPEAKER" /in/steps.wav &
-    APLAY_PID=$!
-}
+capture_setup
 
 v4l2-ctl -d $CAM --set-ctrl percentage_of_dropped_buffers=10
 play

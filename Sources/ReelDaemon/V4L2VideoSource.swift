@@ -92,6 +92,7 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
         var silentSince = SystemClock.now()
         var warnedSilent = false
         var captured: Int64 = 0, lostByCamera: Int64 = 0, dropped: Int64 = 0
+        var errorPolls = 0  // consecutive polls reporting an error with no frame to dequeue
         defer {
             logger.info("camera \(path): \(captured) frames dequeued, \(lostByCamera) lost by the camera (sequence gaps), \(dropped) dropped here (pipeline behind or bad frame)")
         }
@@ -110,11 +111,22 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
                 }
                 continue
             }
-            if pfd.revents & Int16(POLLIN) == 0, pfd.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
-                return "camera \(path) failed: the device reported an error (POLLERR|POLLHUP): it was disconnected or stopped streaming (reconnect it; see 'reelctl devices')"
-            }
+            // POLLERR/POLLHUP is a hint, not a verdict: DQBUF says what happened (ENODEV: gone,
+            // EINVAL: not streaming, EIO: the driver's error state). Seen under emulation: one
+            // POLLERR after the process was stopped for a while, with frames still coming.
+            let errorHint = pfd.revents & Int16(POLLIN) == 0 && pfd.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0
             let e = device.dequeue(into: &buf)
-            if e == EAGAIN { continue }
+            if e == EAGAIN {
+                if errorHint {
+                    errorPolls += 1
+                    if errorPolls >= 50 {  // persistent, with nothing to dequeue: the stream is dead
+                        return "camera \(path) failed: the device reports an error (POLLERR|POLLHUP) and delivers no frame: it was disconnected or stopped streaming (reconnect it; see 'reelctl devices')"
+                    }
+                    SystemClock.sleep(until: SystemClock.now() + 10_000_000)  // do not spin on a level-triggered error
+                }
+                continue
+            }
+            errorPolls = 0
             if e != 0 {
                 return "camera \(path) failed: VIDIOC_DQBUF: \(deviceErrorText(e)) (reconnect it; see 'reelctl devices')"
             }

@@ -126,7 +126,18 @@ def pitch_track(x, start_time, win=1024, hop=240):
     return np.array(ts), np.array(ks)
 
 
-def segment_offsets(ts, ks, cuts, margin=0.03):
+def silent_spans(x, start_time, min_s, level=1e-4):
+    """Output-time spans [a, b) where |x| stays below `level` for at least `min_s`."""
+    quiet = np.abs(x) < level
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], quiet.astype(np.int8), [0]))))
+    spans = []
+    for a, b in zip(edges[0::2], edges[1::2]):
+        if (b - a) / RATE >= min_s:
+            spans.append((start_time + a / RATE, start_time + b / RATE))
+    return spans
+
+
+def segment_offsets(ts, ks, cuts, margin=0.03, exclude=()):
     """For each output segment [cuts[j], cuts[j+1]), every pitch step k-1 -> k inside it gives
     signal time k at that output time: offsets (signal - output time) of each step."""
     offs = []
@@ -134,7 +145,7 @@ def segment_offsets(ts, ks, cuts, margin=0.03):
         o = []
         for i in range(1, len(ts)):
             t = (ts[i - 1] + ts[i]) / 2
-            if not (a + margin < t < b - margin):
+            if not (a + margin < t < b - margin) or any(x0 <= t <= x1 for x0, x1 in exclude):
                 continue
             if ks[i - 1] >= 0 and ks[i] == ks[i - 1] + 1:
                 o.append(ks[i] - t)
@@ -293,8 +304,16 @@ def test_overrun_is_recovered_and_keeps_sync(capture):
     assert abs(adur - seg[0]) <= FRAME + 1e-3, f"audio {adur:.4f} s vs recorded {seg[0]:.4f} s"
     # Sync holds: every pitch step, before and after the gap, sits at the same offset.
     x = decode_audio(host)
-    ts, ks = pitch_track(x, float(a.get("start_time", 0)))
-    (o,) = segment_offsets(ts, ks, [0.0, seg[0]])
+    st = float(a.get("start_time", 0))
+    ts, ks = pitch_track(x, st)
+    # The filled span is the recording's only digital silence (the played tone never stops). A
+    # pitch step whose analysis window touches it cannot be measured (seen: a ~10 ms burst of the
+    # next pitch at the fill's start, open in docs/RELIABILITY.md), so those steps are left out;
+    # every step before and after the gap must still sit at one offset.
+    quiet = silent_spans(x, st, min_s=0.1)
+    assert len(quiet) == 1 and abs((quiet[0][1] - quiet[0][0]) - filled) < 0.05, (quiet, filled)
+    s0, s1 = quiet[0]
+    (o,) = segment_offsets(ts, ks, [0.0, seg[0]], exclude=[(s0 - 0.05, s1 + 0.05)])
     assert len(o) >= 4, f"too few pitch steps: {o}"
     assert max(o) - min(o) < 0.03, f"signal offsets {[round(v, 3) for v in o]}: the filled span is not the lost span"
     # The camera's frames lost while frozen are counted from the sequence numbers.

@@ -25,31 +25,20 @@ public final class FileVideoSource: CaptureThread, CaptureSource, @unchecked Sen
     public func start(at t0: Nanos, sink: any MediaSink) {
         launch { [self] in
             var n: Int64 = 0
-            while !isStopping {
-                let t = t0 + format.frameTime(n)
-                if paced { SystemClock.sleep(until: t) } else { sink.awaitTurn(video: true, at: t) }
-                guard let slot = paced ? pool.tryAcquire() : pool.acquire() else {
-                    if isStopping { break }
-                    countDrop(); n += 1; continue
-                }
-                do {
-                    guard try reader.readVideoFrame(into: pool.buffer(slot)) else {
-                        pool.release(slot)
-                        _ = sink.deliver(.ended("end of \(reader.path) after \(n) frames", at: t, isVideo: true), wait: true)
-                        break
-                    }
-                } catch {
-                    pool.release(slot)
-                    _ = sink.deliver(.sourceFailed("\(error)"), wait: true)
-                    break
-                }
-                if !sink.deliver(.video(slot: slot, time: t), wait: !paced) {
-                    pool.release(slot)
-                    if isStopping { break }
-                    countDrop()
-                }
-                n += 1
-            }
+            deliveryLoop(paced: paced, video: true, sink: sink,
+                         timing: { let t = t0 + format.frameTime(n); return (t, t) },
+                         // A dropped frame is skipped in the file too: later frames keep their times.
+                         skip: { if (try? reader.skipVideoFrame()) == true { n += 1 } },
+                         produce: { slot in
+                             let t = t0 + format.frameTime(n)
+                             do {
+                                 guard try reader.readVideoFrame(into: pool.buffer(slot)) else {
+                                     return .finish(.ended("end of \(reader.path) after \(n) frames", at: t, isVideo: true))
+                                 }
+                             } catch { return .finish(.sourceFailed("\(error)")) }
+                             n += 1
+                             return .deliver(.video(slot: slot, time: t))
+                         })
         }
     }
 }
@@ -74,33 +63,22 @@ public final class FileAudioSource: CaptureThread, CaptureSource, @unchecked Sen
         launch { [self] in
             var m: Int64 = 0
             let chunk = format.sampleRate / 100
-            while !isStopping {
-                if paced { SystemClock.sleep(until: t0 + format.sampleTime(m + Int64(chunk))) }
-                else { sink.awaitTurn(video: false, at: t0 + format.sampleTime(m)) }
-                guard let slot = paced ? pool.tryAcquire() : pool.acquire() else {
-                    if isStopping { break }
-                    countDrop(); m += Int64(chunk); continue
-                }
-                let n: Int
-                do {
-                    n = try reader.readAudio(into: pool.buffer(slot).baseAddress!.assumingMemoryBound(to: Int16.self), maxFrames: chunk)
-                } catch {
-                    pool.release(slot)
-                    _ = sink.deliver(.sourceFailed("\(error)"), wait: true)
-                    break
-                }
-                if n == 0 {
-                    pool.release(slot)
-                    _ = sink.deliver(.ended("end of \(reader.path) after \(m) samples", at: t0 + format.sampleTime(m), isVideo: false), wait: true)
-                    break
-                }
-                if !sink.deliver(.audio(slot: slot, frames: n, sample: m, time: t0 + format.sampleTime(m)), wait: !paced) {
-                    pool.release(slot)
-                    if isStopping { break }
-                    countDrop()
-                }
-                m += Int64(n)
-            }
+            deliveryLoop(paced: paced, video: false, sink: sink,
+                         timing: { (t0 + format.sampleTime(m + Int64(chunk)), t0 + format.sampleTime(m)) },
+                         // A dropped chunk is skipped in the file too: later samples keep their times.
+                         skip: { m += Int64((try? reader.skipAudio(maxFrames: chunk)) ?? 0) },
+                         produce: { slot in
+                             let n: Int
+                             do {
+                                 n = try reader.readAudio(into: pool.buffer(slot).baseAddress!.assumingMemoryBound(to: Int16.self),
+                                                          maxFrames: chunk)
+                             } catch { return .finish(.sourceFailed("\(error)")) }
+                             guard n > 0 else {
+                                 return .finish(.ended("end of \(reader.path) after \(m) samples", at: t0 + format.sampleTime(m), isVideo: false))
+                             }
+                             defer { m += Int64(n) }
+                             return .deliver(.audio(slot: slot, frames: n, sample: m, time: t0 + format.sampleTime(m)))
+                         })
         }
     }
 }

@@ -71,6 +71,45 @@ open class CaptureThread: @unchecked Sendable {
         t.name = name
         t.start()
     }
+    /// What a synthetic or file source made of one item.
+    enum Produced {
+        /// Deliver this event (the slot holds the item).
+        case deliver(MediaEvent)
+        /// The source is done (end of file, read error): deliver this, release the slot, stop.
+        case finish(MediaEvent)
+    }
+
+    /// The delivery loop of the synthetic and file sources. Paced: sleep until each item's
+    /// `dueAt` and never wait for a slot: with none free the item is dropped, counted, and
+    /// `skip` moves past it so later items keep their true times. Unpaced: take turns with the
+    /// other stream by media time (`turnAt`) and wait for a slot (back-pressure). `produce` fills
+    /// the slot with the next item and moves past it.
+    func deliveryLoop(paced: Bool, video: Bool, sink: any MediaSink,
+                      timing: () -> (dueAt: Nanos, turnAt: Nanos),
+                      skip: () -> Void,
+                      produce: (_ slot: Int) -> Produced) {
+        while !isStopping {
+            let (dueAt, turnAt) = timing()
+            if paced { SystemClock.sleep(until: dueAt) } else { sink.awaitTurn(video: video, at: turnAt) }
+            guard let slot = paced ? pool.tryAcquire() : pool.acquire() else {
+                if isStopping { return }
+                countDrop(); skip(); continue
+            }
+            switch produce(slot) {
+            case let .finish(event):
+                pool.release(slot)
+                _ = sink.deliver(event, wait: true)
+                return
+            case let .deliver(event):
+                if !sink.deliver(event, wait: !paced) {
+                    pool.release(slot)
+                    if isStopping { return }
+                    countDrop()
+                }
+            }
+        }
+    }
+
     /// Asks the thread to stop and waits for it to finish (it wakes within one sample period).
     public func stop() {
         monitor.withLock { stopping = true }
@@ -99,21 +138,14 @@ public final class TestVideoSource: CaptureThread, CaptureSource, @unchecked Sen
     public func start(at t0: Nanos, sink: any MediaSink) {
         launch { [self] in
             var n: Int64 = 0
-            while !isStopping {
-                let t = t0 + format.frameTime(n)
-                if paced { SystemClock.sleep(until: t) } else { sink.awaitTurn(video: true, at: t) }
-                guard let slot = paced ? pool.tryAcquire() : pool.acquire() else {
-                    if isStopping { break }
-                    countDrop(); n += 1; continue
-                }
-                pattern.render(frame: n, into: pool.buffer(slot))
-                if !sink.deliver(.video(slot: slot, time: t), wait: !paced) {
-                    pool.release(slot)
-                    if isStopping { break }
-                    countDrop()
-                }
-                n += 1
-            }
+            deliveryLoop(paced: paced, video: true, sink: sink,
+                         timing: { let t = t0 + format.frameTime(n); return (t, t) },
+                         skip: { n += 1 },
+                         produce: { slot in
+                             pattern.render(frame: n, into: pool.buffer(slot))
+                             defer { n += 1 }
+                             return .deliver(.video(slot: slot, time: t0 + format.frameTime(n)))
+                         })
         }
     }
 }
@@ -137,25 +169,19 @@ public final class TestAudioSource: CaptureThread, CaptureSource, @unchecked Sen
     public func start(at t0: Nanos, sink: any MediaSink) {
         launch { [self] in
             var i: Int64 = 0
-            while !isStopping {
-                let a = signal.chunkStart(i), b = signal.chunkStart(i + 1)
-                // A chunk is delivered once its last sample has been captured.
-                if paced { SystemClock.sleep(until: t0 + signal.captureTime(sample: b)) }
-                else { sink.awaitTurn(video: false, at: t0 + signal.captureTime(sample: a)) }
-                guard let slot = paced ? pool.tryAcquire() : pool.acquire() else {
-                    if isStopping { break }
-                    // A live card would overrun here; the pipeline fills the gap with silence.
-                    countDrop(); i += 1; continue
-                }
-                let buf = pool.buffer(slot)
-                signal.render(from: a, frames: Int(b - a), into: buf.baseAddress!.assumingMemoryBound(to: Int16.self))
-                if !sink.deliver(.audio(slot: slot, frames: Int(b - a), sample: a, time: t0 + signal.captureTime(sample: a)), wait: !paced) {
-                    pool.release(slot)
-                    if isStopping { break }
-                    countDrop()
-                }
-                i += 1
-            }
+            // A chunk is delivered once its last sample has been captured. A dropped chunk is what a
+            // live card's overrun looks like: the pipeline fills the gap with silence.
+            deliveryLoop(paced: paced, video: false, sink: sink,
+                         timing: { (t0 + signal.captureTime(sample: signal.chunkStart(i + 1)),
+                                    t0 + signal.captureTime(sample: signal.chunkStart(i))) },
+                         skip: { i += 1 },
+                         produce: { slot in
+                             let a = signal.chunkStart(i), b = signal.chunkStart(i + 1)
+                             i += 1
+                             signal.render(from: a, frames: Int(b - a),
+                                           into: pool.buffer(slot).baseAddress!.assumingMemoryBound(to: Int16.self))
+                             return .deliver(.audio(slot: slot, frames: Int(b - a), sample: a, time: t0 + signal.captureTime(sample: a)))
+                         })
         }
     }
 }

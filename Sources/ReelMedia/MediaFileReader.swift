@@ -63,20 +63,39 @@ public final class MediaFileReader {
         return true
     }
 
+    /// Skips one frame (a paced source that had no free slot): false at the end of the file.
+    public func skipVideoFrame() throws -> Bool {
+        guard case .video = content else { throw MediaError("\(path) is not a video file") }
+        guard try nextPacket() else { return false }
+        av_packet_unref(packet.p)
+        return true
+    }
+
     /// Reads up to `maxFrames` interleaved frames into `dst`; 0 at the end of the file.
     public func readAudio(into dst: UnsafeMutablePointer<Int16>, maxFrames: Int) throws -> Int {
+        try takeAudio(maxFrames: maxFrames, into: dst)
+    }
+
+    /// Skips up to `maxFrames` frames (a paced source that had no free slot); 0 at the end.
+    public func skipAudio(maxFrames: Int) throws -> Int {
+        try takeAudio(maxFrames: maxFrames, into: nil)
+    }
+
+    /// Hands out up to `maxFrames` frames of the current packet, copied into `dst` unless nil.
+    private func takeAudio(maxFrames: Int, into dst: UnsafeMutablePointer<Int16>?) throws -> Int {
         guard case let .audio(f) = content else { throw MediaError("\(path) is not an audio file") }
         let frameBytes = 2 * f.channels
-        if pending == 0 {
+        while pending == 0 {
             av_packet_unref(packet.p)
             guard try nextPacket() else { return 0 }
             pending = Int(packet.p.pointee.size) / frameBytes * frameBytes
             pendingOffset = 0
-            if pending == 0 { return try readAudio(into: dst, maxFrames: maxFrames) }
         }
         let n = min(maxFrames, pending / frameBytes)
-        // Safe: n frames are left in the packet at pendingOffset, and dst has room for maxFrames >= n.
-        UnsafeMutableRawPointer(dst).copyMemory(from: packet.p.pointee.data + pendingOffset, byteCount: n * frameBytes)
+        if let dst {
+            // Safe: n frames are left in the packet at pendingOffset, and dst has room for maxFrames >= n.
+            UnsafeMutableRawPointer(dst).copyMemory(from: packet.p.pointee.data + pendingOffset, byteCount: n * frameBytes)
+        }
         pending -= n * frameBytes
         pendingOffset += n * frameBytes
         return n

@@ -11,6 +11,7 @@ reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size 320x180 --fp
 timed start start --name powercut
 t0=$(awk '$1 == "start" {print $2}' "$OUT/times.txt")
 sleep_until "$(at "$t0" "${CUT_AT:-8}")"
-reelctl status --json > "$OUT/status-before-cut.json"
+timed status status --json > "$OUT/status.out"   # recordedNs, bracketed in times.txt
+grep '^{' "$OUT/status.out" > "$OUT/status-before-cut.json"
 ls -l $REC
 power_cut

@@ -133,6 +133,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private let aac: AACEncoder?
     private let mux: MP4Writer
     private let syncer: FileSyncer?
+    private let partLock: PartFileLock
     fileprivate var syncerClosed = false
     private var fifo: AudioFifo
     private let resampler: DriftResampler?
@@ -204,6 +205,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         }
         // A fragment every 0.5 s of media: a crash loses at most that plus the encoder delay (< 1 s).
         mux = try MP4Writer(path: partPath, video: h264, audio: aac, fragmentMicros: 500_000)
+        partLock = PartFileLock(path: partPath, logger: logger)
         // fsync = fragment: each fragment is synced by a thread of its own, so a power cut loses
         // at most about a second and the pipeline never waits on the disk.
         if config.fsync == .fragment {
@@ -538,6 +540,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             logger.error("finishing \(partPath) failed: \(e)")
         }
         closeSyncer()
+        partLock.release()
         publish()
         if let error { finished.fulfill(.failure(RecorderFailure(error))) } else { finished.fulfill(.success(finalPath)) }
     }

@@ -10,13 +10,18 @@ import XCTest
 /// never silently accepted; and the valid neighbours must still be accepted.
 final class HostileConfigTests: XCTestCase {
     private var dir = ""
+    /// Refusals checked by this test, printed at its end (the figure in docs/RELIABILITY.md).
+    private var refusals = 0
 
     override func setUpWithError() throws {
         dir = NSTemporaryDirectory() + "reel-hostile-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     }
 
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: dir)
+        if refusals > 0 { print("\(name): \(refusals) hostile inputs refused with the expected message") }
+    }
 
     private var fileCount = 0
     private func file(_ bytes: [UInt8]) -> String {
@@ -36,6 +41,7 @@ final class HostileConfigTests: XCTestCase {
     /// Asserts a ConfigError that starts with `prefix` (file:line and key), bounded in length.
     private func expect(_ message: String?, prefix: String, contains: String? = nil, _ what: @autoclosure () -> String,
                         file: StaticString = #filePath, line: UInt = #line) {
+        refusals += 1
         guard let m = message else { return XCTFail("accepted: \(what())", file: file, line: line) }
         XCTAssertTrue(m.hasPrefix(prefix), "\(what()): got \(m.prefix(300))", file: file, line: line)
         if let contains { XCTAssertTrue(m.contains(contains), "\(what()): '\(contains)' not in \(m.prefix(300))", file: file, line: line) }

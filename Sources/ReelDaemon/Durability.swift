@@ -112,3 +112,34 @@ final class FileSyncer: @unchecked Sendable {
         if rc != 0 { logger.warning("cannot sync directory \(dir): \(String(cString: strerror(errno)))") }
     }
 }
+
+/// An advisory lock (flock) on a recording's `.part` file for as long as it is being written, so
+/// startup recovery in another reeld sharing the directory leaves it alone (`isLocked`).
+final class PartFileLock {
+    private var fd: Int32
+
+    /// Locks `path` (already created by the writer). A failure to lock is not fatal to the
+    /// recording: it is logged, and only cross-daemon recovery loses its protection.
+    init(path: String, logger: Logger) {
+        fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            logger.warning("cannot lock \(path) against recovery by another reeld: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Releases the lock (after the final rename). Idempotent.
+    func release() {
+        if fd >= 0 { Glibc.close(fd); fd = -1 }
+    }
+
+    deinit { release() }
+
+    /// True when another open file description holds a lock on `path` (a live recording).
+    static func isLocked(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { Glibc.close(fd) }
+        if flock(fd, LOCK_SH | LOCK_NB) == 0 { return false }  // closing fd drops this probe lock
+        return errno == EWOULDBLOCK
+    }
+}

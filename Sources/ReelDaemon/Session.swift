@@ -136,6 +136,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private let aac: AACEncoder?
     private let mux: MP4Writer
     private let syncer: FileSyncer?
+    private let partLock: PartFileLock
     fileprivate var syncerClosed = false
     private var fifo: AudioFifo
     private let resampler: DriftResampler?
@@ -208,6 +209,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         }
         // A fragment every 0.5 s of media: a crash loses at most that plus the encoder delay (< 1 s).
         mux = try MP4Writer(path: partPath, video: h264, audio: aac, fragmentMicros: 500_000)
+        partLock = PartFileLock(path: partPath, logger: logger)
         // fsync = fragment: each fragment is synced by a thread of its own, so a power cut loses
         // at most about a second and the pipeline never waits on the disk.
         if config.fsync == .fragment {
@@ -569,6 +571,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             error = message
         }
         closeSyncer()
+        partLock.release()
         publish()
         if storageFailure != nil, kept == finalPath { finished.fulfill(.success(finalPath)) }  // the error is in the snapshot
         else if let error { finished.fulfill(.failure(RecorderFailure(error))) } else { finished.fulfill(.success(finalPath)) }

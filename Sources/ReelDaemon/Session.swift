@@ -146,6 +146,8 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private var lastVideoSlot: Int64 = Int64.min
     private var lastKeptOutput: Nanos?
     private var ptsFixes = 0
+    private var dropsReported: Int64 = 0
+    private var dropsReportedAt: Nanos = 0
     private var framesWritten: Int64 = 0
     /// Audio peak meter: per-channel peak of the current ~100 ms bucket, and the last 10 buckets.
     private var peakBucket: [Int32] = []
@@ -500,6 +502,17 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         return peak
     }
 
+    /// Drops go to the log as they happen, at most every 10 s, with the count since the last
+    /// report: status shows the total, the journal shows when.
+    private func reportDrops(_ total: Int64) {
+        guard total > dropsReported else { return }
+        let now = SystemClock.now()
+        guard now - dropsReportedAt >= 10 * nanosPerSecond else { return }
+        logger.warning("\(total - dropsReported) video frame(s) dropped since the last report, \(total) in all (lost by the camera, or the pipeline fell behind it: CPU busy or the disk slow; \(partPath))")
+        dropsReported = total
+        dropsReportedAt = now
+    }
+
     private func publish() {
         var s = SessionSnapshot()
         s.audioPeak = meteredPeak(now: SystemClock.now())
@@ -513,6 +526,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         s.timestampFixes = ptsFixes + timeline.videoOutputFixes
         s.sourceError = sourceFailure
         s.storageError = storageFailure
+        reportDrops(s.droppedFrames)
         // Recorded duration: the output reached so far (video frame end, or audio length).
         var recorded: Nanos = 0
         if let out = lastKeptOutput, let f = config.videoFormat { recorded = out + f.frameTime(1) }

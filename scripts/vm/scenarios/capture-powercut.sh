@@ -1,13 +1,14 @@
 # Power cut (issue 6): the recordings live on an ext4 file system on a virtio disk (the host's
-# image, attached with `run --disk`; 9p cannot model a power cut), reeld records the camera and
-# the loopback for CUT_AT seconds, then the host SIGKILLs qemu (`run --kill-on REEL-POWER-CUT`):
+# image, attached with `run --disk`; 9p cannot model a power cut), reeld records the camera
+# (320x180 at 10 fps: little CPU, so the pipeline keeps up with the camera) and the loopback for
+# CUT_AT seconds, then the host SIGKILLs qemu (`run --kill-on REEL-POWER-CUT`):
 # no sync, no unmount, the guest's page cache is lost. The host then checks the image
 # (Tests/vm/test_faults_vm.py): e2fsck replays the journal, debugfs takes the .part out, and it
 # must decode up to its last fragment. FSYNC=fragment|none is passed to reeld (--fsync) when set.
 capture_setup
 disk_mount $REC
 play
-reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size 320x180 --fps 30 --pixel-format yuyv --preset $PRESET --min-free-mb 50 ${FSYNC:+--fsync $FSYNC}
+reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size 320x180 --fps 10 --pixel-format yuyv --preset $PRESET --min-free-mb 50 ${FSYNC:+--fsync $FSYNC}
 timed start start --name powercut
 t0=$(awk '$1 == "start" {print $2}' "$OUT/times.txt")
 sleep_until "$(at "$t0" "${CUT_AT:-8}")"

@@ -24,7 +24,8 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
     private let bufferCount: Int
     private let planes: [(rows: Int, src: Int, dst: Int)]
 
-    public init(path: String, request: CameraRequest, logger: Logger, poolSlots: Int = 8) throws {
+    /// `poolSlots` nil: about a second of frames (`FramePool.liveVideoSlots`).
+    public init(path: String, request: CameraRequest, logger: Logger, poolSlots: Int? = nil) throws {
         let dev = try V4L2Device(path: path)
         let cap = try dev.queryCapability()
         guard cap.isCapture, cap.canStream else {
@@ -60,7 +61,8 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
         case .nv12: planes = [(h, bpl, w), (h / 2, bpl, w)]
         case .yuv420, .mjpeg: planes = [(h, bpl, w), (h / 2, bpl / 2, w / 2), (h / 2, bpl / 2, w / 2)]
         }
-        super.init(pool: FramePool(slots: poolSlots, slotBytes: format.pixelFormat.frameBytes(width: format.width, height: format.height)),
+        let bytes = format.pixelFormat.frameBytes(width: format.width, height: format.height)
+        super.init(pool: FramePool(slots: poolSlots ?? FramePool.liveVideoSlots(frameBytes: bytes, fps: actual), slotBytes: bytes),
                    name: "reel-video-v4l2")
         if bufferCount < 4 { logger.warning("\(path) gave only \(bufferCount) streaming buffers (asked for 6); frames may drop") }
     }

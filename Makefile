@@ -1,8 +1,8 @@
-# Reel: make demo | make test | make build | make install | make bench | make clean
+# Reel: make demo | make test | make build | make install | make bench | make fuzz | make clean
 # Works on a fresh Debian 12 machine: missing Debian packages are installed with apt-get.
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
-.PHONY: deps build build-debug test unit e2e vm vm-prepare demo bench clean install install-files
+.PHONY: deps build build-debug test unit e2e vm vm-prepare demo bench fuzz fuzz-build clean install install-files
 
 PYTHON ?= /usr/bin/python3
 SWIFT ?= swift
@@ -89,6 +89,20 @@ install-files:
 # A benchmark, not a test: Reel vs ffmpeg vs x264 alone on the same input; prints ratios.
 bench: build
 	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) scripts/bench.py
+
+# Not a test either: libFuzzer with AddressSanitizer on the request parser and the config loader,
+# FUZZ_SECONDS (default 600) each, niced; fails on any crash (scripts/fuzz.sh says where the input
+# is). The sanitizer build lives apart in .build/fuzz; `make test` replays Tests/fuzz/ unsanitized.
+FUZZ_SECONDS ?= 600
+FUZZ_BUILD := nice -n 5 $(SWIFT) build --scratch-path $(CURDIR)/.build/fuzz -c release \
+              --sanitize=fuzzer --sanitize=address -Xswiftc -DFUZZING
+
+fuzz-build: deps
+	$(FUZZ_BUILD) --product fuzz-request
+	$(FUZZ_BUILD) --product fuzz-config
+
+fuzz: fuzz-build
+	FUZZ_SECONDS=$(FUZZ_SECONDS) nice -n 10 scripts/fuzz.sh
 
 clean:
 	rm -rf .build demo-out

@@ -62,11 +62,18 @@ let package = Package(
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/reelctl"),
 
+        // --- Fuzzing (`make fuzz`): the checks, and one libFuzzer entry point per parser; built
+        // normally they replay files through the same checks (Tests/fuzz, docs/RELIABILITY.md). ---
+        .target(name: "ReelFuzz", dependencies: ["ReelControl", "ReelDaemon"], path: "Sources/ReelFuzz"),
+        .executableTarget(name: "fuzz-request", dependencies: ["ReelFuzz"], path: "Sources/fuzz-request"),
+        .executableTarget(name: "fuzz-config", dependencies: ["ReelFuzz"], path: "Sources/fuzz-config"),
+
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"], path: "Tests/ReelCoreTests"),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore", "CFFmpeg"], path: "Tests/ReelMediaTests"),
         .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelDaemon"], path: "Tests/ReelControlTests"),
         .testTarget(name: "ReelDaemonTests", dependencies: ["ReelDaemon", "ReelControl", "ReelCore"], path: "Tests/ReelDaemonTests"),
         .testTarget(name: "ReelVerifyTests", dependencies: ["ReelVerify"], path: "Tests/ReelVerifyTests"),
+        .testTarget(name: "ReelFuzzTests", dependencies: ["ReelFuzz", "ReelDaemon", "ReelControl"], path: "Tests/ReelFuzzTests"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -219,6 +219,12 @@ public struct DaemonSettings: Sendable {
             let why = access(path, F_OK) != 0 ? "no such file" : access(path, R_OK) != 0 ? "permission denied" : "\(error.localizedDescription)"
             throw ConfigError("cannot read config file \(path): \(why) (check the path and its permissions, or pass --config)")
         }
+        try apply(text: text, path: path)
+    }
+
+    /// Layers the settings of a config file's `text` over these, as `apply(file: path)` does once
+    /// it has read the file (public for the fuzzer, `make fuzz`).
+    public mutating func apply(text: String, path: String) throws(ConfigError) {
         filePath = path
         let table: TOMLTable
         do { table = try TOMLTable(string: text) }

@@ -11,7 +11,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
-        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
         // --- C interop: one thin module per library, nothing else in them. ---
@@ -44,8 +43,7 @@ let package = Package(
         // --- The daemon: sources, pipeline, recorder, control server. ---
         .target(name: "ReelDaemon",
                 dependencies: ["ReelCore", "ReelMedia", "ReelControl", "CReelShim", "CV4L2", "CALSA",
-                               .product(name: "Logging", package: "swift-log"),
-                               .product(name: "TOMLKit", package: "TOMLKit")],
+                               .product(name: "Logging", package: "swift-log")],
                 path: "Sources/ReelDaemon"),
 
         .executableTarget(name: "reeld",

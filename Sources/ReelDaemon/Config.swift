@@ -1,6 +1,5 @@
 import Foundation
 import ReelCore
-import TOMLKit
 
 /// One setting's value, as TOML types it.
 public enum SettingValue: Sendable, Equatable, CustomStringConvertible {
@@ -226,14 +225,13 @@ public struct DaemonSettings: Sendable {
     /// it has read the file (public for the fuzzer, `make fuzz`).
     public mutating func apply(text: String, path: String) throws(ConfigError) {
         filePath = path
-        let table: TOMLTable
-        do { table = try TOMLTable(string: text) }
-        catch let e as TOMLParseError {
-            throw ConfigError("\(path):\(e.source.begin.line): \(e.description) (fix the TOML syntax; see the comments in the installed reeld.toml)")
-        } catch { throw ConfigError("\(path): \(error)") }
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let table: TOMLDocument
+        do { table = try TOMLDocument(parsing: text) }
+        catch {
+            throw ConfigError("\(path):\(error.line): \(error.description) (fix the TOML syntax; see the comments in the installed reeld.toml)")
+        }
         for key in table.keys.sorted() {
-            let line = Self.line(of: key, in: lines)
+            let line = table.line(of: key)
             let origin = SettingOrigin.file(path: path, line: line)
             guard let k = SettingKey(rawValue: key) else {
                 let hint = Self.closest(to: key).map { " (did you mean '\($0)'?)" } ?? ""
@@ -270,20 +268,6 @@ public struct DaemonSettings: Sendable {
             }
             try set(k, v, origin: origin)
         }
-    }
-
-    /// The line (1-based) where `key = ...` is written, for messages.
-    static func line(of key: String, in lines: [Substring]) -> Int? {
-        for (i, l) in lines.enumerated() {
-            var t = l.drop { $0 == " " || $0 == "\t" }
-            if t.hasPrefix("\"") { t = t.dropFirst() }
-            guard t.hasPrefix(key) else { continue }
-            let rest = t.dropFirst(key.count).drop { $0 == "\"" || $0 == " " || $0 == "\t" }
-            if rest.hasPrefix("=") || rest.hasPrefix(".") || rest.hasPrefix("]") { return i + 1 }
-        }
-        // A table header [key]
-        for (i, l) in lines.enumerated() where l.trimmingCharacters(in: .whitespaces).hasPrefix("[\(key)") { return i + 1 }
-        return nil
     }
 
     static func closest(to key: String) -> String? {

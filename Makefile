@@ -1,8 +1,8 @@
-# Reel: make demo | make test | make build | make install | make bench | make fuzz | make clean
+# Reel: make demo | make test | make build | make install | make bench | make soak | make fuzz | make clean
 # Works on a fresh Debian 12 machine: missing Debian packages are installed with apt-get.
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
-.PHONY: deps build build-debug test unit e2e vm vm-prepare demo bench fuzz fuzz-build clean install install-files
+.PHONY: deps build build-debug test unit e2e vm vm-prepare demo bench soak fuzz fuzz-build clean install install-files
 
 PYTHON ?= /usr/bin/python3
 SWIFT ?= swift
@@ -89,6 +89,11 @@ install-files:
 # A benchmark, not a test: Reel vs ffmpeg vs x264 alone on the same input; prints ratios.
 bench: build
 	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) scripts/bench.py
+
+# The long run (issue 6), not a test: 2 h paced at 640x360 with a pause every minute; checks RSS
+# growth, A/V offset at the end and dropped frames (SOAK_SECONDS shortens it).
+soak: build
+	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) scripts/soak.py
 
 # Not a test either: libFuzzer with AddressSanitizer on the request parser and the config loader,
 # FUZZ_SECONDS (default 600) each, niced; fails on any crash (scripts/fuzz.sh says where the input

@@ -8,7 +8,9 @@ alternately, ROUNDS times each:
   ffmpeg: ffmpeg -i in.y4m -i in.wav -c:v libx264 -preset veryfast -pix_fmt yuv420p -c:a aac
   x264:   x264 --preset veryfast on the same frames already in I420 (video only)
 Printed: median wall time, CPU seconds and peak RSS of each, and the ratios. Then the control
-socket: round-trip p50/p99 over 1000 `status` requests while recording 720p30 (paced).
+socket: round-trip p50/p99 over 1000 `status` requests while recording 720p30 (paced). And
+what the default fsync policy costs (BENCH_FSYNC=0 skips it; BENCH_FSYNC_DIR puts its output
+on the disk to measure, default the temp dir).
 
 This is a benchmark, not a test: targets are printed beside the measurements, never asserted.
 """
@@ -94,6 +96,37 @@ def bench_size(bindir, size):
     return med
 
 
+def bench_fsync(bindir, size="1280x720"):
+    """What `fsync = "fragment"` (the default) costs against `none`: the same unpaced reel run
+    alternately with each policy; wall and CPU medians, and the syncs' own time from the log."""
+    y422, _, wav = inputs(size)
+    out = tempfile.mkdtemp(prefix="reel-fsync-", dir=os.environ.get("BENCH_FSYNC_DIR"))
+    res = {"fragment": [], "none": []}
+    syncs = []
+    for i in range(ROUNDS):
+        for policy in res:
+            argv = [os.path.join(bindir, "reeld"), "record", "--unpaced", "--preset", "veryfast",
+                    "--video", f"y4m:{y422}", "--audio", f"wav:{wav}", "--fsync", policy,
+                    "--log-level", "debug", "--output", f"{out}/{policy}{i}.mp4"]
+            t0 = time.monotonic()
+            p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            err = p.stderr.read().decode(errors="replace")
+            _, status, ru = os.wait4(p.pid, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise SystemExit(f"failed: {' '.join(argv)}\n{err[-2000:]}")
+            res[policy].append((time.monotonic() - t0, ru.ru_utime + ru.ru_stime))
+            syncs += [line.split("fsync of ", 1)[1].split(": ", 1)[1] for line in err.splitlines() if "fsync of " in line]
+    shutil.rmtree(out, ignore_errors=True)
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in res.items()}
+    fs = os.statvfs(out.rsplit("/", 1)[0])
+    print(f"\nfsync policy, {size} unpaced, median of {ROUNDS} (output on {out.rsplit('/', 1)[0]}, "
+          f"{fs.f_bsize}-byte blocks):")
+    for k, (wall, cpu) in med.items():
+        print(f"  fsync = {k:9} wall {wall:6.2f} s  CPU {cpu:6.2f} s")
+    print(f"  cost of fragment: wall {med['fragment'][0] / med['none'][0] - 1:+.1%}, "
+          f"CPU {med['fragment'][1] / med['none'][1] - 1:+.1%}; syncs: {'; '.join(syncs[:ROUNDS])}")
+
+
 def bench_control(bindir):
     r = Reeld(bindir, {"size": "1280x720", "fps": "30"}, "bench")
     try:
@@ -167,6 +200,8 @@ def main():
     print(f"machine: {os.cpu_count()} cores; {subprocess.run(['uname', '-sr'], capture_output=True, text=True).stdout.strip()}")
     for size in SIZES:
         bench_size(bindir, size)
+    if os.environ.get("BENCH_FSYNC", "1") == "1":
+        bench_fsync(bindir)
     bench_control(bindir)
     seconds = int(os.environ.get("BENCH_DRIFT_SECONDS", "3600"))
     if seconds > 0:

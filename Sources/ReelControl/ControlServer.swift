@@ -8,12 +8,22 @@ import Synchronization
 /// from different connections may arrive concurrently; one connection's arrive one at a time.
 public protocol ControlHandler: Sendable {
     func handle(_ request: Request) -> Reply
+    /// The fast path: called on the server's I/O thread before `handle`, for a reply that needs
+    /// no waiting (`status` from published snapshots). It must not block: no disk, no device, no
+    /// waiting on another thread beyond a brief lock. nil hands the request to `handle` on a
+    /// thread of its own (the default).
+    func quickReply(_ request: Request) -> Reply?
+}
+
+extension ControlHandler {
+    public func quickReply(_ request: Request) -> Reply? { nil }
 }
 
 /// Serves the control protocol on a Unix stream socket.
 ///
-/// One I/O thread polls the listening socket and all clients; each parsed request is handed to
-/// the handler on its own short-lived thread, and its reply comes back to the I/O thread, which
+/// One I/O thread polls the listening socket and all clients. A request the handler can answer
+/// without blocking (`quickReply`: `status`) is answered on the I/O thread itself; any other is
+/// handed to the handler on its own short-lived thread, and its reply comes back to the I/O thread, which
 /// writes replies of one connection in request order. A connection has at most one request at
 /// the handler at a time, so there are at most `maxClients` handler threads.
 public final class ControlServer: Sendable {
@@ -267,6 +277,14 @@ public final class ControlServer: Sendable {
                 Sys.wake(wakeWrite)
             }
         }
+    }
+
+    /// The handler's non-blocking answer, stamped like a dispatched one; nil: dispatch it.
+    fileprivate func quickReply(_ request: Request) -> Reply? {
+        guard var reply = handler.quickReply(request) else { return nil }
+        reply.v = protocolVersion
+        reply.id = request.id
+        return reply
     }
 
     fileprivate func takeCompletions() -> (stop: Bool, completions: [(connection: UInt64, bytes: [UInt8])]) {
@@ -569,6 +587,11 @@ private final class IOLoop {
                     subscribe(conn, request)
                 case .success(let request):
                     logger.debug("control request", metadata: ["conn": "\(conn.id)", "cmd": "\(request.cmd.rawValue)"])
+                    if let reply = server.quickReply(request) {
+                        // Answered here, in order: this connection has nothing in flight.
+                        append(ControlServer.encode(reply, logger: logger), to: conn)
+                        continue
+                    }
                     conn.inFlight = true
                     server.dispatch(request, connection: conn.id)
                 case .failure(let problem):

@@ -23,7 +23,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
     case sampleRate = "sample_rate", channels, preset, tune, crf, bitrate, keyint, profile
     case audioBitrate = "audio_bitrate", logLevel = "log_level", controlGroup = "control_group"
     case controlUser = "control_user", minFreeMB = "min_free_mb", onFinish = "on_finish"
-    case onFinishTimeout = "on_finish_timeout"
+    case onFinishTimeout = "on_finish_timeout", fsync
 
     enum Kind { case string, int, stringOrInt, strings }
 
@@ -66,6 +66,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
         case .minFreeMB: return .int(500)
         case .onFinish: return .strings([])
         case .onFinishTimeout: return .int(120)
+        case .fsync: return .string(FsyncPolicy.fragment.rawValue)
         }
     }
 
@@ -90,6 +91,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
         case .onFinishTimeout: return intIn(1...86_400, " seconds")
         case .logLevel: return oneOf(["trace", "debug", "info", "notice", "warning", "error", "critical"])
         case .profile: return oneOf(["baseline", "main", "high"])
+        case .fsync: return oneOf(FsyncPolicy.allCases.map(\.rawValue))
         case .pixelFormat:
             // One list of pixel formats: the camera's (it accepts "i420" for "yuv420").
             guard case let .string(t) = v else { return "expected a string" }

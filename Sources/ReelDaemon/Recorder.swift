@@ -18,6 +18,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     private var session: RecordingSession?
     private var lastFile: String?
     private var lastError: String?
+    /// The output directory's free space as last measured (`refreshFreeSpace`), at most ~1 s old.
+    private var freeSpace: (dir: String, bytes: Int64?)?
     private let startedAt = SystemClock.now()
     /// Called with a one-line state whenever it changes (systemd STATUS=).
     public var onStateChange: (@Sendable (String) -> Void)?
@@ -31,6 +33,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         self.currentConfig = config
         self.logger = logger
         self.health = health
+        refreshFreeSpace()
     }
 
     public func handle(_ request: Request) -> Reply {
@@ -50,12 +53,22 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         }
     }
 
+    /// `status` on the control server's I/O thread: it reads only published snapshots under brief
+    /// locks (free space comes from the once-a-second tick), so it never waits on the pipeline.
+    public func quickReply(_ request: Request) -> Reply? {
+        request.cmd == .status ? reply(id: request.id) : nil
+    }
+
     /// Replaces the configuration for the next recording; the current one is not touched.
-    public func reconfigure(_ c: RecorderConfig) { monitor.withLock { currentConfig = c } }
+    public func reconfigure(_ c: RecorderConfig) {
+        monitor.withLock { currentConfig = c }
+        refreshFreeSpace()
+    }
 
     /// Called once a second by the Supervisor: finishes the recording cleanly when free space
     /// in the output directory drops below min_free_mb.
     public func tick() {
+        refreshFreeSpace()
         guard let s = monitor.withLock({ session }), s.config.minFreeBytes > 0, !s.snapshot.stopping,
               let free = Storage.freeBytes(s.config.outputDir), free < s.config.minFreeBytes else { return }
         let msg = "free space in \(s.config.outputDir) fell to \(Storage.megabytes(free)), below min_free_mb \(s.config.minFreeBytes / 1_000_000): finishing \(s.partPath)"
@@ -63,6 +76,14 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         monitor.withLock { lastError = msg }
         emitError(msg)
         Thread.detachNewThread { [self] in _ = stop(id: nil) }
+    }
+
+    /// Free space in the output directory for status, measured here (tick, start, stop) and not
+    /// on the control server's I/O thread: statvfs can block on a failing disk.
+    private func refreshFreeSpace() {
+        let dir = monitor.withLock { (session?.config ?? currentConfig).outputDir }
+        let free = Storage.freeBytes(dir)
+        monitor.withLock { freeSpace = (dir, free) }
     }
 
     /// At start-up: makes any `.part` left by a crash in the output directory playable.
@@ -103,6 +124,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             monitor.withLock { session = s; lastError = nil }
             s.start()
             logger.notice("recording started: \(paths.part) (video: \(s.sourceDescriptions.video ?? "none"), audio: \(s.sourceDescriptions.audio ?? "none"))")
+            refreshFreeSpace()
             stateChanged(file: paths.part)
             // When the pipeline ends on its own (source failure, disk error), the session is cleared.
             Thread.detachNewThread { [self] in
@@ -180,6 +202,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             return true
         }
         guard changed else { return }
+        refreshFreeSpace()
         switch result {
         case let .success(p):
             let snap = s.snapshot
@@ -251,7 +274,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             info.audioPeakDbfs = snap.audioPeak.map(Self.dbfs)
             info.bytesWritten = snap.bytesWritten
         }
-        info.freeBytes = Storage.freeBytes((current?.config ?? config).outputDir)
+        let dir = (current?.config ?? config).outputDir
+        info.freeBytes = monitor.withLock { freeSpace?.dir == dir ? freeSpace?.bytes : nil }
         return info
     }
 

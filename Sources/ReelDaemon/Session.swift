@@ -30,6 +30,8 @@ public struct RecorderConfig: Sendable {
     public var driftLock: Bool
     /// Refuse to start, and finish a recording, when the output file system has less free space (0: no check).
     public var minFreeBytes: Int64 = 0
+    /// When the file is synced to disk (see `FsyncPolicy`).
+    public var fsync: FsyncPolicy = .fragment
     /// Program and arguments run after each completed recording, with the file's path appended (empty: none).
     public var onFinish: [String] = []
     public var onFinishTimeoutNs: Nanos = 120 * nanosPerSecond
@@ -130,6 +132,9 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private let h264: H264Encoder?
     private let aac: AACEncoder?
     private let mux: MP4Writer
+    private let syncer: FileSyncer?
+    private let partLock: PartFileLock
+    fileprivate var syncerClosed = false
     private var fifo: AudioFifo
     private let resampler: DriftResampler?
     private var drift: DriftLock?
@@ -200,6 +205,14 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         }
         // A fragment every 0.5 s of media: a crash loses at most that plus the encoder delay (< 1 s).
         mux = try MP4Writer(path: partPath, video: h264, audio: aac, fragmentMicros: 500_000)
+        partLock = PartFileLock(path: partPath, logger: logger)
+        // fsync = fragment: each fragment is synced by a thread of its own, so a power cut loses
+        // at most about a second and the pipeline never waits on the disk.
+        if config.fsync == .fragment {
+            let syncer = try FileSyncer(path: partPath, logger: logger)
+            mux.onFragmentWritten = { syncer.request() }
+            self.syncer = syncer
+        } else { syncer = nil }
     }
 
     var sourceDescriptions: (video: String?, audio: String?) { (videoSource?.description, audioSource?.description) }
@@ -517,15 +530,29 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             try h264?.flush { try mux.writeVideo($0) }
             try aac?.flush { try mux.writeAudio($0) }
             try mux.finish()
+            closeSyncer()  // the trailer is on disk before the name says the file is complete
             if rename(partPath, finalPath) != 0 {
                 throw RecorderFailure("cannot rename \(partPath) to \(finalPath): \(String(cString: strerror(errno)))")
             }
+            if syncer != nil { FileSyncer.syncDirectory(of: finalPath, logger: logger) }
         } catch let e {
             error = error ?? "\(e)"
             logger.error("finishing \(partPath) failed: \(e)")
         }
+        closeSyncer()
+        partLock.release()
         publish()
         if let error { finished.fulfill(.failure(RecorderFailure(error))) } else { finished.fulfill(.success(finalPath)) }
+    }
+}
+
+extension RecordingSession {
+    /// Last sync and the syncer thread's end; logs what syncing cost. Idempotent.
+    fileprivate func closeSyncer() {
+        guard let syncer, !syncerClosed else { return }
+        syncerClosed = true
+        let c = syncer.close()
+        logger.debug("fsync of \(partPath): \(c.count) syncs, mean \(c.meanNs / 1000) us, max \(c.maxNs / 1000) us")
     }
 }
 

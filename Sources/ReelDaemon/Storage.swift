@@ -58,6 +58,10 @@ public enum Storage {
         var made: [String] = []
         for name in names.sorted() where name.hasSuffix(".mp4.part") {
             let part = "\(dir)/\(name)"
+            if PartFileLock.isLocked(part) {
+                logger.notice("\(part) is being recorded by another process (it holds the file's lock); not recovering it")
+                continue
+            }
             do {
                 guard let keep = try playablePrefix(part) else {
                     logger.warning("crash-left \(part) holds no playable media (no movie header); left as is")

@@ -42,6 +42,9 @@ public final class MP4Writer {
     private var fragments = 0
     private var finished = false
     private var finalBytes: Int64 = 0
+    /// Called on the writing thread after each fragment has been handed to the file (write(2)
+    /// done, not yet synced): the owner's chance to have it synced (see reeld's FileSyncer).
+    public var onFragmentWritten: (() -> Void)?
     /// Packets whose DTS had to be forced strictly increasing (should stay 0).
     public private(set) var dtsFixes = 0
 
@@ -188,5 +191,6 @@ public final class MP4Writer {
         if ctx.pointee.pb.pointee.error < 0 {
             throw MediaError("cannot write to '\(path)': \(avErrorText(ctx.pointee.pb.pointee.error)) (check free space)")
         }
+        onFragmentWritten?()
     }
 }

@@ -213,6 +213,9 @@ struct DaemonOptions: ParsableArguments {
     @Option(name: .customLong("on-finish-timeout"), help: "Seconds before the on_finish program is killed (default: 120).")
     var onFinishTimeout: Int?
 
+    @Option(help: "When a recording is synced to disk: fragment (each 0.5 s fragment, by a thread of its own) or none (the kernel's writeback) (default: fragment).")
+    var fsync: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical (default: info).")
     var logLevel: String?
 
@@ -235,7 +238,7 @@ struct DaemonOptions: ParsableArguments {
         i(.crf, crf); i(.bitrate, bitrate); i(.keyint, keyint); s(.profile, profile); i(.audioBitrate, audioBitrate)
         s(.controlGroup, controlGroup); s(.controlUser, controlUser); i(.minFreeMB, minFreeMb)
         if let onFinish { f[.onFinish] = .strings(onFinish.isEmpty ? [] : [onFinish]) }
-        i(.onFinishTimeout, onFinishTimeout); s(.logLevel, logLevel)
+        i(.onFinishTimeout, onFinishTimeout); s(.logLevel, logLevel); s(.fsync, fsync)
         return f
     }
 
@@ -324,6 +327,7 @@ struct DaemonOptions: ParsableArguments {
         config.minFreeBytes = Int64(s.int(.minFreeMB)) * 1_000_000
         config.onFinish = s.strings(.onFinish)
         config.onFinishTimeoutNs = Int64(s.int(.onFinishTimeout)) * nanosPerSecond
+        config.fsync = FsyncPolicy(rawValue: s.string(.fsync)) ?? .fragment
         return config
     }
 

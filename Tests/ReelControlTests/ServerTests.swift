@@ -154,6 +154,29 @@ final class ServerTests: XCTestCase {
         XCTAssertEqual(try f.client().send(Request(cmd: .status), timeoutMs: 5000).ok, true)
     }
 
+    func testQuickRepliesAreAnsweredOnTheIOThreadInRequestOrder() throws {
+        let f = try Fixture()
+        f.recorder.state.withLock { $0.quickStatus = true }
+        let raw = try RawConnection(path: f.path)
+        // A quick status queued behind a held stop on the same connection must wait for it:
+        // replies stay in request order, and the quick path never reaches the handler.
+        f.recorder.holdNextStop()
+        raw.write(#"{"v":1,"id":1,"cmd":"start"}"# + "\n" + #"{"v":1,"id":2,"cmd":"stop"}"# + "\n"
+            + #"{"v":1,"id":3,"cmd":"status"}"# + "\n")
+        XCTAssertEqual(f.recorder.stopEntered.wait(timeout: .now() + 10), .success)
+        // Meanwhile another client's status is answered at once, by the quick path.
+        let other = try f.client().send(Request(id: 7, cmd: .status), timeoutMs: 5000)
+        XCTAssertEqual(other.id, 7)
+        XCTAssertEqual(other.v, protocolVersion)
+        XCTAssertEqual(other.status?.state, .recording)
+        f.recorder.stopRelease.signal()
+        let replies = try (0..<3).map { _ in try raw.readReply() }
+        XCTAssertEqual(replies.map(\.id), [1, 2, 3])
+        XCTAssertEqual(replies[2].status?.state, .idle)
+        XCTAssertEqual(f.recorder.calls, [.start, .stop])
+        XCTAssertEqual(f.recorder.state.withLock { $0.quickCalls }, 2)
+    }
+
     func testBlockedStopDoesNotDelayStatusFromAnotherClient() throws {
         let f = try Fixture()
         XCTAssertTrue(try f.client().send(Request(cmd: .start), timeoutMs: 5000).ok)

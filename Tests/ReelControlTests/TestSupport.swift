@@ -41,6 +41,9 @@ final class FakeRecorder: ControlHandler {
         var lastFile: String?
         var calls: [Command] = []
         var holdStop = false
+        /// Answer `status` on the server's I/O thread (`quickReply`), as reeld's recorder does.
+        var quickStatus = false
+        var quickCalls = 0
     }
 
     let state = Mutex(State())
@@ -61,6 +64,14 @@ final class FakeRecorder: ControlHandler {
                    frames: Int64(s.segments.count) * 60, droppedFrames: 1, audioSamples: Int64(s.segments.count) * 96_000,
                    lastFile: s.lastFile, lastError: nil,
                    video: "test 640x360 30/1 yuyv", audio: "test 48000 Hz 1 ch", uptimeNs: 5_000_000_000)
+    }
+
+    func quickReply(_ request: Request) -> Reply? {
+        state.withLock { s -> Reply? in
+            guard s.quickStatus, request.cmd == .status else { return nil }
+            s.quickCalls += 1
+            return .success(status: status(s))
+        }
     }
 
     func handle(_ request: Request) -> Reply {

@@ -126,6 +126,25 @@ def test_crash_left_part_is_recovered_and_decodes(reeld):
     assert dur >= 2.0, f"recovered file is only {dur} s long"
 
 
+def test_live_part_of_another_reeld_is_left_alone(reeld):
+    """Two daemons sharing an output directory: the second one's start-up recovery must not
+    take the first one's recording in progress for a crash-left file (it holds a flock)."""
+    r = reeld("live")
+    r.ctl("start", "--name", "live")
+    part = os.path.join(r.out_dir, "live.mp4.part")
+    assert r.wait_notify_after(0, lambda l: l == "STATUS=recording 00:00:02, 1 segment", 10)
+    r2 = reeld("live2", **{"output-dir": r.out_dir})
+    assert os.path.isfile(part), os.listdir(r.out_dir)
+    assert "being recorded by another process" in open(r2.log_path, errors="replace").read()
+    assert not os.path.exists(os.path.join(r.out_dir, "live.mp4")), os.listdir(r.out_dir)
+    r.ctl("stop")
+    final = os.path.join(r.out_dir, "live.mp4")
+    assert r.status()["lastFile"] == final
+    dec = subprocess.run(["ffmpeg", "-v", "error", "-xerror", "-i", final, "-f", "null", "-"],
+                         capture_output=True, text=True, timeout=60)
+    assert dec.returncode == 0 and not dec.stderr.strip(), dec.stderr
+
+
 def test_start_refused_below_min_free(reeld):
     r = reeld("nospace", **{"min-free-mb": "9999999"})
     c = r.ctl("start", expect_ok=False)

@@ -106,8 +106,12 @@ fuzz-build: deps
 	$(FUZZ_BUILD) --product fuzz-request
 	$(FUZZ_BUILD) --product fuzz-config
 
+# Then the TOML reader against Python's tomllib on every config input the fuzzer kept (the plain
+# build of fuzz-config prints what the reader makes of a file).
 fuzz: fuzz-build
 	FUZZ_SECONDS=$(FUZZ_SECONDS) nice -n 10 scripts/fuzz.sh
+	nice -n 5 $(SWIFT) build --product fuzz-config
+	$(PYTHON) scripts/toml_oracle.py $(CURDIR)/.build/debug/fuzz-config Tests/fuzz/config .build/fuzz/corpus/config
 
 clean:
 	rm -rf .build demo-out

@@ -105,7 +105,8 @@ public enum SettingKey: String, CaseIterable, Sendable {
             return nil
         case .fps:
             guard case let .string(t) = v else { return "expected an integer or a string" }
-            guard let r = Rational(parsing: t), r.num > 0, r.num <= 240 * r.den else { return "'\(t)' is not N or N/D up to 240, e.g. 30 or \"30000/1001\"" }
+            // D is bounded first: 240 * D overflowed (a trap) for D above 3.8e16, e.g. "1/100000000000000000".
+            guard let r = Rational(parsing: t), r.num > 0, r.den <= 1_000_000, r.num <= 240 * r.den else { return "'\(t)' is not N or N/D up to 240 (D at most 1000000), e.g. 30 or \"30000/1001\"" }
             return nil
         case .socket, .outputDir:
             guard case let .string(s) = v else { return "expected a string" }

@@ -74,7 +74,9 @@ public enum FuzzChecks {
     // MARK: the config loader
 
     /// `bytes` as the content of reeld.toml, read as `DaemonSettings.apply(file:)` reads a file
-    /// (not UTF-8: refused before parsing, nothing to check). Checks the outcome:
+    /// (not UTF-8: refused before parsing, nothing to check). Checks the TOML reader: each root
+    /// key once, with a value and a line of the text; a syntax error on a line of the text. And
+    /// the outcome of loading:
     /// - accepted: every key keeps its default or comes from this file; `--check-config`'s
     ///   report lists every key; the typed accessors answer for every key;
     /// - refused: the message names the file;
@@ -82,8 +84,19 @@ public enum FuzzChecks {
     public static func config(_ bytes: some Collection<UInt8>) -> [String] {
         guard let text = String(data: Data(bytes), encoding: .utf8) else { return [] }
         let shown = String(text.prefix(200)).debugDescription
-        let first = load(text), second = load(text)
         var problems: [String] = []
+        // The TOML reader alone: every root key once, with a value and a line of the text.
+        let lineCount = text.utf8.reduce(1) { $0 + ($1 == 0x0A ? 1 : 0) }
+        do {
+            let document = try TOMLDocument(parsing: text)
+            if Set(document.keys).count != document.keys.count { problems.append("TOMLDocument lists a key twice for \(shown)") }
+            for key in document.keys where document[key] == nil || !(1...lineCount).contains(document.line(of: key) ?? 0) {
+                problems.append("TOMLDocument has no value or line for key \(key.debugDescription) in \(shown)")
+            }
+        } catch {
+            if !(1...lineCount).contains(error.line) { problems.append("syntax error on line \(error.line) of \(lineCount) in \(shown)") }
+        }
+        let first = load(text), second = load(text)
         switch (first, second) {
         case let (.success(a), .success(b)):
             if a.values != b.values || a.origins != b.origins { problems.append("two loads of \(shown) differ") }
@@ -160,5 +173,51 @@ extension FuzzChecks {
         }
         print("\(count) inputs, \(failed) with problems")
         return failed == 0 ? 0 : 1
+    }
+}
+
+// MARK: TOML reader against another one
+
+extension FuzzChecks {
+    /// What `TOMLDocument` makes of `bytes`, as one JSON line for scripts/toml_oracle.py, which
+    /// compares it with Python's tomllib: `{"ok":true,"keys":{...}}`, `{"ok":false,"line":N,...}`,
+    /// or `{"utf8":false}`.
+    public static func tomlJSON(_ bytes: [UInt8]) -> String {
+        struct Node: Encodable {
+            var type: String
+            var string: String?
+            var int: Int?
+            var array: [Node]?
+            init(_ v: TOMLDocument.Value) {
+                type = v.type.rawValue
+                string = v.string
+                int = v.int
+                array = v.array?.map(Node.init)
+            }
+        }
+        struct Dump: Encodable {
+            var utf8 = true
+            var ok: Bool?
+            var line: Int?
+            var error: String?
+            var keys: [String: Node]?
+        }
+        var dump = Dump()
+        if let text = String(data: Data(bytes), encoding: .utf8) {
+            do {
+                let document = try TOMLDocument(parsing: text)
+                dump.ok = true
+                dump.keys = Dictionary(uniqueKeysWithValues: document.keys.map { ($0, Node(document[$0]!)) })
+            } catch {
+                dump.ok = false
+                dump.line = error.line
+                dump.error = error.description
+            }
+        } else {
+            dump.utf8 = false
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? encoder.encode(dump)) ?? Data("{}".utf8), as: UTF8.self)
     }
 }

@@ -98,9 +98,12 @@ soak: build
 # Not a test either: libFuzzer with AddressSanitizer on the request parser and the config loader,
 # FUZZ_SECONDS (default 600) each, niced; fails on any crash (scripts/fuzz.sh says where the input
 # is). The sanitizer build lives apart in .build/fuzz; `make test` replays Tests/fuzz/ unsanitized.
+# -sanitize-coverage is spelled out: swiftc 6.3 leaves Swift code without coverage counters (the
+# fuzzer runs blind) when -sanitize=fuzzer comes with -sanitize=address.
 FUZZ_SECONDS ?= 600
 FUZZ_BUILD := nice -n 5 $(SWIFT) build --scratch-path $(CURDIR)/.build/fuzz -c release \
-              --sanitize=fuzzer --sanitize=address -Xswiftc -DFUZZING
+              --sanitize=fuzzer --sanitize=address -Xswiftc -DFUZZING \
+              -Xswiftc -sanitize-coverage=edge,indirect-calls,trace-cmp,inline-8bit-counters,pc-table
 
 fuzz-build: deps
 	$(FUZZ_BUILD) --product fuzz-request

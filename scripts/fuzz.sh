@@ -3,7 +3,7 @@
 # FUZZ_SECONDS, prints executions, coverage and crashes, and fails if any target crashed.
 #   scripts/fuzz.sh [request] [config]      (default: both)
 # Seeds come from Tests/fuzz/TARGET (read only); what the fuzzer learns goes to
-# .build/fuzz/corpus/TARGET and survives between runs; a crash, hang (> FUZZ_TIMEOUT s) or
+# .build/fuzz/corpus/TARGET and survives between runs; a crash, leak, hang (> FUZZ_TIMEOUT s) or
 # out-of-memory input is written to .build/fuzz/crashes/TARGET/. To keep a crash fixed: fix the
 # code, copy the input into Tests/fuzz/TARGET/ (make test replays that directory).
 set -u
@@ -29,12 +29,11 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus" "$crashes"
   stamp=$(mktemp)
   echo "== fuzz-$t: ${FUZZ_SECONDS}s, log $log"
-  # -detect_leaks=0: TOMLKit 0.6 never frees a parsed table (TOMLTable has no deinit); reeld
-  # parses its config at start-up and on SIGHUP only, so that leak is not worth a crash report.
+  # AddressSanitizer includes LeakSanitizer: a leak is reported as a crash too.
   # SWIFT_BACKTRACE: Swift's crash backtracer reads memory AddressSanitizer then reports as
   # an overflow of its own; libFuzzer and ASan print the stack instead.
   SWIFT_BACKTRACE=enable=no "$bin" -max_total_time="$FUZZ_SECONDS" -max_len="${MAX_LEN[$t]}" -timeout="$FUZZ_TIMEOUT" \
-    -rss_limit_mb=2048 -detect_leaks=0 -print_final_stats=1 -dict="Tests/fuzz/$t.dict" \
+    -rss_limit_mb=2048 -print_final_stats=1 -dict="Tests/fuzz/$t.dict" \
     -artifact_prefix="$crashes/" "$corpus" "Tests/fuzz/$t" >"$log" 2>&1
   status=$?
   new=$(find "$crashes" -type f -newer "$stamp" | sort)

@@ -66,6 +66,8 @@ public struct TOMLDocument: Sendable {
     /// The line where `key` is first defined (its `key = ...`, `key.x = ...` or `[key...]`).
     public func line(of key: String) -> Int? { entries[key]?.line }
 
+    /// `text` is decoded already: a byte order mark is the decoder's to drop
+    /// (`String(data:encoding: .utf8)` does); a U+FEFF left in the text is a syntax error.
     public init(parsing text: String) throws(SyntaxError) {
         var reader = Reader(Array(text.utf8))
         try reader.document(into: &self)
@@ -205,7 +207,6 @@ private struct Reader {
     // MARK: document
 
     mutating func document(into doc: inout TOMLDocument) throws(TOMLDocument.SyntaxError) {
-        if at("\u{FEFF}") { i += 3 }  // a byte order mark
         var atRoot = true
         while !atEnd {
             skipBlanks()

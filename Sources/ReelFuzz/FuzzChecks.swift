@@ -81,6 +81,7 @@ public enum FuzzChecks {
     ///   report lists every key; the typed accessors answer for every key;
     /// - refused: the message names the file;
     /// - both: a second load of the same text gives the same outcome.
+    /// Then the same text through a `REEL_*` variable (`environment`).
     public static func config(_ bytes: some Collection<UInt8>) -> [String] {
         guard let text = String(data: Data(bytes), encoding: .utf8) else { return [] }
         let shown = String(text.prefix(200)).debugDescription
@@ -118,7 +119,24 @@ public enum FuzzChecks {
         default:
             problems.append("two loads of \(shown) disagree: \(first) / \(second)")
         }
-        return problems
+        return problems + environment(text)
+    }
+
+    /// The text after its first character as the value of one `REEL_*` variable (the first
+    /// character picks which), cut at a NUL as an environment value is: either it is taken, or
+    /// the error names the variable.
+    static func environment(_ text: String) -> [String] {
+        guard let first = text.unicodeScalars.first else { return [] }
+        let key = SettingKey.allCases[Int(first.value) % SettingKey.allCases.count]
+        let variable = key.environmentVariable
+        let value = String(text.unicodeScalars.dropFirst().prefix { $0 != "\0" })
+        do {
+            let settings = try DaemonSettings.resolve(configPath: "/dev/null", environment: [variable: value], flags: [:])
+            return settings.origins[key] == .environment(variable) ? [] : ["\(variable)=\(value.debugDescription) was ignored"]
+        } catch {
+            return error.description.contains(variable) ? []
+                : ["\(variable)=\(value.debugDescription) was refused without naming it: \(error)"]
+        }
     }
 
     static func load(_ text: String) -> Result<DaemonSettings, ConfigError> {

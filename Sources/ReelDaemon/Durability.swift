@@ -30,7 +30,11 @@ final class FileSyncer: @unchecked Sendable {
     private(set) var syncs = 0
     private(set) var totalNs: Nanos = 0
     private(set) var maxNs: Nanos = 0
-    private var reportedError = false
+    private var firstError: Int32?
+
+    /// The errno of the first failed sync (EIO, ENOSPC, EDQUOT), if any: the pipeline ends the
+    /// recording on it as on a failed write.
+    var failure: Int32? { monitor.withLock { firstError } }
 
     /// Opens `path` (already created by the writer) and starts the sync thread, whose first job
     /// is to sync the directory so the new file's entry survives a power cut.
@@ -86,11 +90,11 @@ final class FileSyncer: @unchecked Sendable {
         let dt = SystemClock.now() - t0
         let report = monitor.withLock { () -> Bool in
             syncs += 1; totalNs += dt; maxNs = max(maxNs, dt)
-            if err != 0 && !reportedError { reportedError = true; return true }
+            if err != 0 && firstError == nil { firstError = err; return true }
             return false
         }
         if report {
-            logger.error("cannot sync \(path) to disk: \(String(cString: strerror(err))) (the disk may be failing; what is written stays in the page cache)")
+            logger.error("cannot sync \(path) to disk: \(String(cString: strerror(err))); the recording ends at its last complete fragment")
         }
     }
 

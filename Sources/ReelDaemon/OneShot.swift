@@ -25,7 +25,10 @@ public enum OneShot {
         session.start()
         logger.notice("recording \(output).part (video: \(session.sourceDescriptions.video ?? "none"), audio: \(session.sourceDescriptions.audio ?? "none"))")
         switch session.finished.wait(until: nil)! {
-        case let .success(path): return (path, session.snapshot)
+        case let .success(path):
+            // Cut short by a failed write (disk full): the message names what was kept.
+            if let e = session.snapshot.storageError { throw RecorderFailure(e) }
+            return (path, session.snapshot)
         case let .failure(e): throw e
         }
     }

@@ -181,10 +181,14 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         sessionEnded(s, result)
         switch result {
         case let .success(path):
+            // Cut short by a failed write: the file is kept, but not all that was asked for.
+            if let e = s.snapshot.storageError { return failure(id, .failed(e)) }
             var r = reply(id: id, finished: s)
             r.file = path
             return r
-        case let .failure(e): return failure(id, .failed("recording \(s.partPath) ended with an error: \(e)"))
+        case let .failure(e):
+            if let e = s.snapshot.storageError { return failure(id, .failed(e)) }
+            return failure(id, .failed("recording \(s.partPath) ended with an error: \(e)"))
         }
     }
 
@@ -195,9 +199,13 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             switch result {
             case let .success(p):
                 lastFile = p
-                // The file is complete, but a source failed (camera unplugged): say which and why.
-                if let e = s.snapshot.sourceError { lastError = "\(e); the recording was finished early into \(p)" }
-            case let .failure(e): lastError = e.description; lastFile = s.partPath
+                // The file is complete, but a source failed (camera unplugged) or the disk filled: say which and why.
+                if let e = s.snapshot.storageError { lastError = e }
+                else if let e = s.snapshot.sourceError { lastError = "\(e); the recording was finished early into \(p)" }
+            case let .failure(e):
+                lastError = e.description
+                // Whatever file the recording left (finished despite the error, or a .part to recover).
+                lastFile = [s.finalPath, s.partPath].first { FileManager.default.fileExists(atPath: $0) } ?? lastFile
             }
             return true
         }
@@ -206,7 +214,10 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         switch result {
         case let .success(p):
             let snap = s.snapshot
-            if let e = s.snapshot.sourceError {
+            if let e = snap.storageError {
+                logger.error("recording cut short: \(e)", metadata: ["RECORDING": "\(p)"])
+                emitError(e)
+            } else if let e = s.snapshot.sourceError {
                 logger.error("recording \(p) finished early: \(e)")
                 emitError("\(e); the recording was finished early into \(p)")
             }
@@ -214,8 +225,13 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             logger.notice("recording finished: \(p) (\(snap.segmentDurations.count) segments, \(formatDuration(snap.recordedNs)), \(snap.frames) frames, \(snap.droppedFrames) dropped)")
             FinishHook.run(s.config.onFinish, file: p, timeoutNs: s.config.onFinishTimeoutNs, logger: logger)
         case let .failure(e):
-            logger.error("recording ended with an error: \(e)")
-            emitError("recording \(s.partPath) ended with an error: \(e)")
+            if let e = s.snapshot.storageError {
+                logger.error("recording cut short: \(e)")
+                emitError(e)
+            } else {
+                logger.error("recording ended with an error: \(e)")
+                emitError("recording \(s.partPath) ended with an error: \(e)")
+            }
         }
         stateChanged(file: nil)
     }

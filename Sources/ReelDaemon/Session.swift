@@ -90,6 +90,9 @@ public struct SessionSnapshot: Sendable {
     public var bytesWritten: Int64 = 0
     /// Why a source stopped the recording early (device gone), naming the device.
     public var sourceError: String?
+    /// Why the file could not be written to the end (disk full, quota, I/O error), and what was
+    /// kept (see `WriteFailureText`).
+    public var storageError: String?
 }
 
 /// One recording: sources -> timeline -> encoders -> MP4, from `start` to the renamed file.
@@ -143,6 +146,8 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private var lastVideoSlot: Int64 = Int64.min
     private var lastKeptOutput: Nanos?
     private var ptsFixes = 0
+    private var dropsReported: Int64 = 0
+    private var dropsReportedAt: Nanos = 0
     private var framesWritten: Int64 = 0
     /// Audio peak meter: per-channel peak of the current ~100 ms bucket, and the last 10 buckets.
     private var peakBucket: [Int32] = []
@@ -152,6 +157,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private var audioReceived: Int64 = 0
     private var audioFilled: Int64 = 0
     private var sourceFailure: String?
+    private var storageFailure: String?
     private var failureHandled = false
     private var stopResolvedAt: Nanos?
     // Liveness (Health.swift): registered in start(), removed when the pipeline finishes.
@@ -309,6 +315,11 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
                 }
                 if let event { try handle(event) }
                 try drainAudio()
+                if let e = syncer?.failure {
+                    // What was written may not be on the disk: end as after a failed write.
+                    mux.markFailed("cannot sync '\(partPath)' to disk: \(String(cString: strerror(e)))", systemError: e)
+                    throw mux.writeFailure!
+                }
                 if let msg = sourceFailure, !failureHandled {
                     failureHandled = true
                     logger.error("\(msg); finishing the recording \(partPath)")
@@ -335,7 +346,8 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             }
         } catch {
             failure = "\(error)"
-            logger.error("recording \(partPath) failed: \(error)")
+            // A failed write is reported once, with what was kept, when the file is finished.
+            if mux.writeFailure == nil { logger.error("recording \(partPath) failed: \(error)") }
         }
         finish(failure: failure)
     }
@@ -490,6 +502,17 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         return peak
     }
 
+    /// Drops go to the log as they happen, at most every 10 s, with the count since the last
+    /// report: status shows the total, the journal shows when.
+    private func reportDrops(_ total: Int64) {
+        guard total > dropsReported else { return }
+        let now = SystemClock.now()
+        guard now - dropsReportedAt >= 10 * nanosPerSecond else { return }
+        logger.warning("\(total - dropsReported) video frame(s) dropped since the last report, \(total) in all (lost by the camera, or the pipeline fell behind it: CPU busy or the disk slow; \(partPath))")
+        dropsReported = total
+        dropsReportedAt = now
+    }
+
     private func publish() {
         var s = SessionSnapshot()
         s.audioPeak = meteredPeak(now: SystemClock.now())
@@ -502,6 +525,8 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         s.droppedFrames = (videoSource?.dropped ?? 0) + Int64(timeline.videoNonMonotonic)
         s.timestampFixes = ptsFixes + timeline.videoOutputFixes
         s.sourceError = sourceFailure
+        s.storageError = storageFailure
+        reportDrops(s.droppedFrames)
         // Recorded duration: the output reached so far (video frame end, or audio length).
         var recorded: Nanos = 0
         if let out = lastKeptOutput, let f = config.videoFormat { recorded = out + f.frameTime(1) }
@@ -526,23 +551,125 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             if case let .request(_, _, reply) = e { reply.fulfill(.refused("the recording is finishing")) }
         }
         var error = failure
-        do {
-            try h264?.flush { try mux.writeVideo($0) }
-            try aac?.flush { try mux.writeAudio($0) }
-            try mux.finish()
-            closeSyncer()  // the trailer is on disk before the name says the file is complete
-            if rename(partPath, finalPath) != 0 {
-                throw RecorderFailure("cannot rename \(partPath) to \(finalPath): \(String(cString: strerror(errno)))")
+        // After a failed write nothing more is written (no encoder flush, no trailer): the file is
+        // cut back to its last complete fragment below.
+        if mux.writeFailure == nil {
+            do {
+                try h264?.flush { try mux.writeVideo($0) }
+                try aac?.flush { try mux.writeAudio($0) }
+                try mux.finish()
+                closeSyncer()  // the trailer is on disk before the name says the file is complete
+                if let e = syncer?.failure {
+                    mux.markFailed("cannot sync '\(partPath)' to disk: \(String(cString: strerror(e)))", systemError: e)
+                } else {
+                    if rename(partPath, finalPath) != 0 {
+                        throw RecorderFailure("cannot rename \(partPath) to \(finalPath): \(String(cString: strerror(errno)))")
+                    }
+                    if syncer != nil { FileSyncer.syncDirectory(of: finalPath, logger: logger) }
+                }
+            } catch let e {
+                if mux.writeFailure == nil {
+                    error = error ?? "\(e)"
+                    logger.error("finishing \(partPath) failed: \(e)")
+                }
             }
-            if syncer != nil { FileSyncer.syncDirectory(of: finalPath, logger: logger) }
-        } catch let e {
-            error = error ?? "\(e)"
-            logger.error("finishing \(partPath) failed: \(e)")
+        }
+        var kept: String? = finalPath
+        if let wf = mux.writeFailure {
+            // Nothing more is written; the AAC encoder is drained into nothing only so that
+            // libavcodec does not warn about frames left at close.
+            try? aac?.flush { _ in }
+            let (file, message) = salvage(wf)
+            kept = file
+            storageFailure = message
+            error = message
         }
         closeSyncer()
         partLock.release()
         publish()
-        if let error { finished.fulfill(.failure(RecorderFailure(error))) } else { finished.fulfill(.success(finalPath)) }
+        if storageFailure != nil, kept == finalPath { finished.fulfill(.success(finalPath)) }  // the error is in the snapshot
+        else if let error { finished.fulfill(.failure(RecorderFailure(error))) } else { finished.fulfill(.success(finalPath)) }
+    }
+
+    /// After a failed write: the file is closed without another write, cut back to its last
+    /// complete fragment and renamed (or removed when no fragment was complete). Returns the file
+    /// kept (nil: none; the .part path if it could not be cut or renamed) and the message.
+    private func salvage(_ failure: MediaError) -> (file: String?, message: String) {
+        closeSyncer()
+        let dir = (finalPath as NSString).deletingLastPathComponent
+        let code = failure.systemError ?? EIO
+        let verb = failure.message.hasPrefix("cannot sync") ? "syncing" : "writing"
+        func text(_ kept: WriteFailureText.Kept) -> String {
+            WriteFailureText.message(errno: code, verb: verb, part: partPath, kept: kept, dir: dir)
+        }
+        let kept: (bytes: Int64, micros: Int64)
+        do { kept = try mux.abandon() } catch {
+            return (partPath, text(.unknown("\(error); it stays as \(partPath), which reeld makes playable at its next start")))
+        }
+        guard kept.bytes > 0 else {
+            unlink(partPath)
+            return (nil, text(.nothing))
+        }
+        if rename(partPath, finalPath) != 0 {
+            let why = String(cString: strerror(errno))
+            return (partPath, text(.unknown("cannot rename \(partPath) to \(finalPath): \(why); reeld renames it at its next start")))
+        }
+        if syncer != nil { FileSyncer.syncDirectory(of: finalPath, logger: logger) }
+        return (finalPath, text(.prefix(micros: kept.micros, file: finalPath)))
+    }
+}
+
+/// The words for a recording cut short because its file could not be written: what the system
+/// said, what it means, what was kept, and the fix. For example: `no space left on device writing
+/// /v/x.mp4.part: the disk is full; kept the first 12.5 s as /v/x.mp4 (free space in /v, or lower
+/// the bitrate)`.
+enum WriteFailureText {
+    enum Kept: Equatable {
+        /// The complete fragments, `micros` of media, renamed to `file`.
+        case prefix(micros: Int64, file: String)
+        /// No fragment was complete: the file was removed.
+        case nothing
+        /// The file could not be cut back or renamed: why, and what happens to it.
+        case unknown(String)
+    }
+
+    static func message(errno code: Int32, verb: String, part: String, kept: Kept, dir: String) -> String {
+        let (said, meaning, fix): (String, String, String)
+        switch code {
+        case ENOSPC: (said, meaning, fix) = ("no space left on device", "the disk is full", "free space in \(dir), or lower the bitrate")
+        case EDQUOT:
+            (said, meaning, fix) = ("disk quota exceeded", "the disk quota of user \(userName()) is used up",
+                                    "free space in \(dir) within the quota, or raise the quota")
+        case EIO:
+            (said, meaning, fix) = ("input/output error", "the storage device failed",
+                                    "check the disk and the kernel log (dmesg); record to another disk with --output-dir")
+        case EFBIG:
+            (said, meaning, fix) = ("file too large", "the file reached the largest size the file system or the process limit allows",
+                                    "record shorter pieces, or use another file system")
+        case EROFS:
+            (said, meaning, fix) = ("read-only file system", "the file system was made read-only (often after disk errors)",
+                                    "check the kernel log (dmesg) and remount it read-write")
+        default:
+            (said, meaning, fix) = (String(cString: strerror(code)).lowercased(), "the file could not be written", "check \(dir) and the kernel log (dmesg)")
+        }
+        let keptText: String
+        switch kept {
+        case let .prefix(micros, file): keptText = "kept the first \(seconds(micros)) as \(file)"
+        case .nothing: keptText = "nothing could be kept (no fragment was complete), so \(part) was removed"
+        case let .unknown(why): keptText = why
+        }
+        return "\(said) \(verb) \(part): \(meaning); \(keptText) (\(fix))"
+    }
+
+    /// "12.5 s" (rounded to a tenth).
+    static func seconds(_ micros: Int64) -> String {
+        let tenths = (max(0, micros) + 50_000) / 100_000
+        return "\(tenths / 10).\(tenths % 10) s"
+    }
+
+    private static func userName() -> String {
+        guard let pw = getpwuid(geteuid()) else { return "uid \(geteuid())" }
+        return String(cString: pw.pointee.pw_name)
     }
 }
 

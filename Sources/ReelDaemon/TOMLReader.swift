@@ -31,14 +31,21 @@ public struct TOMLDocument: Sendable {
         public var string: String?
         /// The value of an integer.
         public var int: Int?
+        /// The value of a float (for a hint such as "write a whole number, e.g. 8").
+        public var double: Double?
         /// The elements of an array (tables inside are `.table` without content).
         public var array: [Value]?
+        /// A table's own keys (not its sub-tables' keys), for "'crf' under [encoder] is not read".
+        public var tableKeys: [String] = []
 
-        init(_ type: ValueType, string: String? = nil, int: Int? = nil, array: [Value]? = nil) {
+        init(_ type: ValueType, string: String? = nil, int: Int? = nil, double: Double? = nil, array: [Value]? = nil,
+             tableKeys: [String] = []) {
             self.type = type
             self.string = string
             self.int = int
+            self.double = double
             self.array = array
+            self.tableKeys = tableKeys
         }
     }
 
@@ -66,11 +73,17 @@ public struct TOMLDocument: Sendable {
     /// The line where `key` is first defined (its `key = ...`, `key.x = ...` or `[key...]`).
     public func line(of key: String) -> Int? { entries[key]?.line }
 
-    /// `text` is decoded already: a byte order mark is the decoder's to drop
-    /// (`String(data:encoding: .utf8)` does); a U+FEFF left in the text is a syntax error.
+    /// A byte order mark at the start of `text` is skipped (as toml++ did); any other U+FEFF is
+    /// a syntax error.
     public init(parsing text: String) throws(SyntaxError) {
         var reader = Reader(Array(text.utf8))
         try reader.document(into: &self)
+    }
+
+    /// Records `inner` as one of root table `key`'s own keys.
+    fileprivate mutating func addTableKey(_ key: String, _ inner: String) {
+        guard entries[key]?.value.type == .table, !entries[key]!.value.tableKeys.contains(inner) else { return }
+        entries[key]!.value.tableKeys.append(inner)
     }
 
     /// Defines root `key` (a whole key path at the root, or the first part of a dotted key or a
@@ -207,7 +220,10 @@ private struct Reader {
     // MARK: document
 
     mutating func document(into doc: inout TOMLDocument) throws(TOMLDocument.SyntaxError) {
+        if at("\u{FEFF}") { i += 3 }  // a byte order mark
         var atRoot = true
+        /// Under a `[key]` header: the root table whose own keys the following lines set.
+        var section: String?
         while !atEnd {
             skipBlanks()
             let start = i
@@ -218,11 +234,16 @@ private struct Reader {
             case UInt8(ascii: "["):
                 let (path, isArray) = try header()
                 if let problem = doc.define(path, nil, arrayHeader: isArray, line: line(at: start)) { throw fail(problem, at: start) }
+                if path.count > 1 { doc.addTableKey(path[0], path[1]) }
                 atRoot = false
+                section = path.count == 1 && !isArray ? path[0] : nil
             default:
                 let (path, value) = try keyValue(depth: 0)
-                if atRoot, let problem = doc.define(path, value, arrayHeader: false, line: line(at: start)) {
-                    throw fail(problem, at: start)
+                if atRoot {
+                    if let problem = doc.define(path, value, arrayHeader: false, line: line(at: start)) { throw fail(problem, at: start) }
+                    if path.count > 1 { doc.addTableKey(path[0], path[1]) }
+                } else if let section {
+                    doc.addTableKey(section, path[0])
                 }
             }
             skipBlanks()
@@ -327,15 +348,17 @@ private struct Reader {
         return TOMLDocument.Value(.array, array: items)
     }
 
-    /// `{ a = 1, b.c = "x" }`, all on one line; only its syntax is checked.
+    /// `{ a = 1, b.c = "x" }`, all on one line; only its syntax and own keys are kept.
     mutating func inlineTable(depth: Int) throws(TOMLDocument.SyntaxError) -> TOMLDocument.Value {
         i += 1
         skipBlanks()
         if peek() == UInt8(ascii: "}") { i += 1; return TOMLDocument.Value(.table) }
+        var keys: [String] = []
         while true {
-            _ = try keyValue(depth: depth + 1)
+            let (path, _) = try keyValue(depth: depth + 1)
+            if !keys.contains(path[0]) { keys.append(path[0]) }
             skipBlanks()
-            if peek() == UInt8(ascii: "}") { i += 1; return TOMLDocument.Value(.table) }
+            if peek() == UInt8(ascii: "}") { i += 1; return TOMLDocument.Value(.table, tableKeys: keys) }
             guard peek() == UInt8(ascii: ",") else {
                 throw fail("expected ',' or '}' in the inline table, found \(found) (an inline table is on one line)")
             }
@@ -528,7 +551,10 @@ private struct Reader {
             return TOMLDocument.Value(.time)
         }
         if let value = try integer(token, text: text, at: start) { return TOMLDocument.Value(.int, int: value) }
-        if Self.isFloat(token) { return TOMLDocument.Value(.double) }
+        if Self.isFloat(token) {
+            let plain = String(decoding: token.filter { $0 != UInt8(ascii: "_") }, as: UTF8.self)
+            return TOMLDocument.Value(.double, double: Double(plain))
+        }
         throw fail("'\(text)' is not a number (integers look like 42, -7, 1_000 or 0xff; no leading zeros)", at: start)
     }
 

@@ -73,31 +73,33 @@ public enum FuzzChecks {
 
     // MARK: the config loader
 
-    /// `bytes` as the content of reeld.toml, read as `DaemonSettings.apply(file:)` reads a file
-    /// (not UTF-8: refused before parsing, nothing to check). Checks the TOML reader: each root
-    /// key once, with a value and a line of the text; a syntax error on a line of the text. And
-    /// the outcome of loading:
+    /// `bytes` as the content of reeld.toml, loaded as `DaemonSettings.apply(file:)` loads a
+    /// file's bytes. If they are UTF-8, checks the TOML reader alone first: each root key once,
+    /// with a value and a line of the text; a syntax error on a line of the text. Then the
+    /// outcome of loading:
     /// - accepted: every key keeps its default or comes from this file; `--check-config`'s
     ///   report lists every key; the typed accessors answer for every key;
     /// - refused: the message names the file;
     /// - both: a second load of the same text gives the same outcome.
     /// Then the same text through a `REEL_*` variable (`environment`).
     public static func config(_ bytes: some Collection<UInt8>) -> [String] {
-        guard let text = String(data: Data(bytes), encoding: .utf8) else { return [] }
-        let shown = String(text.prefix(200)).debugDescription
+        let data = Data(bytes)
+        let text = String(validating: data, as: UTF8.self)
+        let shown = String(decoding: data.prefix(200), as: UTF8.self).debugDescription
         var problems: [String] = []
-        // The TOML reader alone: every root key once, with a value and a line of the text.
-        let lineCount = text.utf8.reduce(1) { $0 + ($1 == 0x0A ? 1 : 0) }
-        do {
-            let document = try TOMLDocument(parsing: text)
-            if Set(document.keys).count != document.keys.count { problems.append("TOMLDocument lists a key twice for \(shown)") }
-            for key in document.keys where document[key] == nil || !(1...lineCount).contains(document.line(of: key) ?? 0) {
-                problems.append("TOMLDocument has no value or line for key \(key.debugDescription) in \(shown)")
+        let lineCount = data.reduce(1) { $0 + ($1 == 0x0A ? 1 : 0) }
+        if let text {  // the TOML reader alone
+            do {
+                let document = try TOMLDocument(parsing: text)
+                if Set(document.keys).count != document.keys.count { problems.append("TOMLDocument lists a key twice for \(shown)") }
+                for key in document.keys where document[key] == nil || !(1...lineCount).contains(document.line(of: key) ?? 0) {
+                    problems.append("TOMLDocument has no value or line for key \(key.debugDescription) in \(shown)")
+                }
+            } catch {
+                if !(1...lineCount).contains(error.line) { problems.append("syntax error on line \(error.line) of \(lineCount) in \(shown)") }
             }
-        } catch {
-            if !(1...lineCount).contains(error.line) { problems.append("syntax error on line \(error.line) of \(lineCount) in \(shown)") }
         }
-        let first = load(text), second = load(text)
+        let first = load(data), second = load(data)
         switch (first, second) {
         case let (.success(a), .success(b)):
             if a.values != b.values || a.origins != b.origins { problems.append("two loads of \(shown) differ") }
@@ -119,7 +121,7 @@ public enum FuzzChecks {
         default:
             problems.append("two loads of \(shown) disagree: \(first) / \(second)")
         }
-        return problems + environment(text)
+        return problems + (text.map(environment) ?? [])
     }
 
     /// The text after its first character as the value of one `REEL_*` variable (the first
@@ -139,10 +141,10 @@ public enum FuzzChecks {
         }
     }
 
-    static func load(_ text: String) -> Result<DaemonSettings, ConfigError> {
+    static func load(_ data: Data) -> Result<DaemonSettings, ConfigError> {
         var settings = DaemonSettings()
         do throws(ConfigError) {
-            try settings.apply(text: text, path: configPath)
+            try settings.apply(data: data, path: configPath)
             return .success(settings)
         } catch {
             return .failure(error)
@@ -221,7 +223,7 @@ extension FuzzChecks {
             var keys: [String: Node]?
         }
         var dump = Dump()
-        if let text = String(data: Data(bytes), encoding: .utf8) {
+        if let text = String(validating: bytes, as: UTF8.self) {
             do {
                 let document = try TOMLDocument(parsing: text)
                 dump.ok = true

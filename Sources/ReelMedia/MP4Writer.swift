@@ -1,5 +1,6 @@
 internal import CFFmpeg
 internal import CReelShim
+import Glibc
 import ReelCore
 
 /// Fragmented MP4 (libavformat "mp4" muxer) for one H.264 and/or one AAC stream.
@@ -14,6 +15,10 @@ import ReelCore
 ///   of any track, past each boundary, once every track has data) and `avio_flush`es it to the file.
 /// - `finish()` writes the last fragment and the mfra index only; nothing is rewritten or moved.
 ///   A writer released without `finish()` just closes the file: complete fragments play, the open one is lost.
+/// - A write to the file that fails (ENOSPC, EDQUOT, EIO: the AVIOContext's `error`, checked after every
+///   muxer call and flush, since avio buffers) is final: it is kept in `writeFailure` (with its errno),
+///   every later call throws it without touching the file again, and `abandon()` cuts the file back to
+///   `completeBytes`, the end of its last fragment known to be written whole.
 ///
 /// Note: FFmpeg 5.1's demuxer applies a fragmented file's edit list as a plain time offset, so ffprobe
 /// shows the audio stream starting at -1024/rate (the priming packet) instead of skipping it; the
@@ -29,6 +34,8 @@ public final class MP4Writer {
         let timeBase: Rational      // the encoder's; packets arrive in it
         var streamTimeBase = AVRational(num: 0, den: 1)
         var lastDts: Int64? = nil
+        /// The latest presentation end (pts + duration) written, in microseconds.
+        var endMicros: Int64? = nil
         let name: String
         init(index: Int32, timeBase: Rational, name: String) { self.index = index; self.timeBase = timeBase; self.name = name }
     }
@@ -42,6 +49,13 @@ public final class MP4Writer {
     private var fragments = 0
     private var finished = false
     private var finalBytes: Int64 = 0
+    /// The first failed write to the file; once set, nothing more is written.
+    public private(set) var writeFailure: MediaError?
+    /// Bytes at the start of the file known to be written whole: header, movie box and complete
+    /// fragments (0 until the first fragment is out). A file cut here plays.
+    public private(set) var completeBytes: Int64 = 0
+    /// Media time those bytes hold, in microseconds (where every track has data).
+    public private(set) var completeMicros: Int64 = 0
     /// Called on the writing thread after each fragment has been handed to the file (write(2)
     /// done, not yet synced): the owner's chance to have it synced (see reeld's FileSyncer).
     public var onFragmentWritten: (() -> Void)?
@@ -51,7 +65,7 @@ public final class MP4Writer {
     /// Bytes handed to the file so far (all of them once `finish()` returned).
     public var bytesWritten: Int64 {
         if finished { return finalBytes }
-        guard let pb = out.p.pointee.pb else { return 0 }
+        guard let pb = out.p.pointee.pb else { return completeBytes }
         return avio_tell(pb)
     }
 
@@ -135,15 +149,67 @@ public final class MP4Writer {
 
     /// Writes the last fragment and the index, and closes the file. Does not rename it.
     public func finish() throws {
+        if let writeFailure { throw writeFailure }
         guard !finished else { return }
-        finished = true
         let ctx = out.p
-        try checkAV(av_write_trailer(ctx), "cannot finish MP4 file '\(path)'")
+        guard ctx.pointee.pb != nil else { throw MediaError("MP4Writer.finish on '\(path)': the file was already abandoned") }
+        try checkWrite(av_write_trailer(ctx), "cannot finish MP4 file '\(path)'")
+        finished = true
         finalBytes = avio_tell(ctx.pointee.pb)
+        completeBytes = finalBytes
+        completeMicros = coveredMicros
         try checkAV(avio_closep(&ctx.pointee.pb), "cannot close MP4 file '\(path)'")
     }
 
+    /// Records a failure to get the file onto the disk that was seen elsewhere (a failed fdatasync):
+    /// from now on the writer behaves as after a failed write.
+    public func markFailed(_ message: String, systemError: Int32) {
+        if writeFailure == nil { writeFailure = MediaError(message, systemError: systemError) }
+    }
+
+    /// Gives up on the file after a failure: closes it without writing anything more (after a failed
+    /// write libavformat writes no more buffered bytes) and truncates it to `completeBytes`, so it ends
+    /// with its last complete fragment. Returns the bytes and media time kept (0 bytes: nothing
+    /// playable; the caller removes the file). Throws only if the file cannot be truncated.
+    @discardableResult
+    public func abandon() throws -> (bytes: Int64, micros: Int64) {
+        let ctx = out.p
+        if !finished, ctx.pointee.pb != nil {
+            // A writer abandoned without a failed write (the caller's own error) has nothing to flush
+            // worth keeping either: whatever follows completeBytes is cut off below.
+            avio_closep(&ctx.pointee.pb)
+            finished = true
+            finalBytes = completeBytes
+            if truncate(path, off_t(completeBytes)) != 0 {
+                let e = errno
+                throw MediaError("cannot cut '\(path)' back to its last complete fragment (\(completeBytes) bytes): \(String(cString: strerror(e)))",
+                                 systemError: e)
+            }
+        }
+        return (completeBytes, completeMicros)
+    }
+
+    /// Throws the AVIOContext's error as the writer's final `writeFailure` if a write to the file failed,
+    /// else a plain `MediaError` for a negative `rc` (a muxer error, the file untouched).
+    private func checkWrite(_ rc: Int32, _ what: @autoclosure () -> String) throws(MediaError) {
+        if let pb = out.p.pointee.pb, pb.pointee.error < 0 {
+            let code = pb.pointee.error
+            // AVERROR(e) is -e on Linux; FFmpeg's own codes (FFERRTAG) are far below -4096.
+            let e = MediaError("\(what()): \(avErrorText(code))", systemError: code > -4096 ? -code : nil)
+            writeFailure = e
+            throw e
+        }
+        try checkAV(rc, what())
+    }
+
+    /// Where every track has been written up to (the smallest presentation end), in microseconds.
+    private var coveredMicros: Int64 {
+        let ends = [video, audio].compactMap { $0 }.map { $0.endMicros ?? 0 }
+        return max(0, ends.min() ?? 0)
+    }
+
     private func write(_ p: Packet, _ t: Track) throws {
+        if let writeFailure { throw writeFailure }
         guard !finished else { throw MediaError("MP4Writer: \(t.name) packet after finish() on '\(path)'") }
         var dts = p.dts, pts = p.pts
         if let last = t.lastDts, dts <= last {
@@ -176,7 +242,9 @@ public final class MP4Writer {
         pkt.pointee.stream_index = t.index
         let rc = av_write_frame(out.p, pkt)
         pkt.pointee.data = nil; pkt.pointee.size = 0
-        try checkAV(rc, "cannot write a \(t.name) packet (dts \(dts)) to '\(path)'")
+        try checkWrite(rc, "cannot write a \(t.name) packet (dts \(dts)) to '\(path)'")
+        let end = rescale(pts + p.duration, 1_000_000 * t.timeBase.num, t.timeBase.den)
+        t.endMicros = max(t.endMicros ?? end, end)
     }
 
     /// Ends the current fragment and pushes it to the file.
@@ -184,13 +252,14 @@ public final class MP4Writer {
         let ctx = out.p
         // With delay_moov the first forced flush writes only the moov; the second writes the fragment.
         for _ in 0..<(fragments == 0 ? 2 : 1) {
-            try checkAV(av_write_frame(ctx, nil), "cannot write a fragment to '\(path)'")
+            try checkWrite(av_write_frame(ctx, nil), "cannot write a fragment to '\(path)'")
         }
         fragments += 1
         avio_flush(ctx.pointee.pb)
-        if ctx.pointee.pb.pointee.error < 0 {
-            throw MediaError("cannot write to '\(path)': \(avErrorText(ctx.pointee.pb.pointee.error)) (check free space)")
-        }
+        try checkWrite(0, "cannot write to '\(path)'")
+        // Everything up to here reached the file whole.
+        completeBytes = avio_tell(ctx.pointee.pb)
+        completeMicros = coveredMicros
         onFragmentWritten?()
     }
 }

@@ -3,7 +3,9 @@ internal import CFFmpeg
 /// The one error the media layer throws. `message` names what failed and, where there is one, the fix.
 public struct MediaError: Error, Equatable, CustomStringConvertible {
     public let message: String
-    public init(_ message: String) { self.message = message }
+    /// The errno (ENOSPC, EDQUOT, EIO, ...) when a write to the output file failed; nil otherwise.
+    public let systemError: Int32?
+    public init(_ message: String, systemError: Int32? = nil) { self.message = message; self.systemError = systemError }
     public var description: String { message }
 }
 

@@ -51,6 +51,7 @@ struct Serve: ParsableCommand {
             throw ExitCode(1)
         }
         if checkConfig {
+            for w in settings.warnings { FileHandle.standardError.write(Data("reeld: warning: \(w)\n".utf8)) }
             print("reeld: configuration is valid (file: \(settings.filePath ?? "none"))")
             print(settings.report)
             return
@@ -62,6 +63,7 @@ struct Serve: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         FFmpegLog.warningsOnly()
         if let f = settings.filePath { logger.info("configuration read from \(f)") }
+        settings.warnings.forEach { logger.warning("\($0)") }
 
         let notifier = Notifier(environment: env)
         let watchdog = WatchdogEnvironment.timeoutNs(environment: env)
@@ -165,7 +167,7 @@ struct DaemonOptions: ParsableArguments {
     @Option(help: "Video size WxH, even numbers (default: 640x360).")
     var size: String?
 
-    @Option(help: "Frame rate: N or N/D, e.g. 30 or 30000/1001 (default: 30).")
+    @Option(help: "Frame rate: N or N/D from 1 to 240, e.g. 30 or 30000/1001 (default: 30).")
     var fps: String?
 
     @Option(name: .customLong("pixel-format"), help: "Source pixel format: yuyv, uyvy, nv12, yuv420 (= i420); cameras also mjpeg (default: yuyv).")
@@ -183,7 +185,7 @@ struct DaemonOptions: ParsableArguments {
     @Option(help: "x264 tune: film, animation, grain, stillimage, fastdecode, zerolatency (default: none).")
     var tune: String?
 
-    @Option(help: "x264 constant rate factor, 0-51; ignored when --bitrate is set (default: 23).")
+    @Option(help: "x264 constant rate factor, 1-51; ignored when --bitrate is set (default: 23).")
     var crf: Int?
 
     @Option(help: "Video bitrate in kb/s, average bitrate instead of CRF; 0 means CRF (default: 0).")
@@ -269,8 +271,9 @@ struct DaemonOptions: ParsableArguments {
               (16...7680).contains(w), (16...4320).contains(h) else {
             throw ValidationError("invalid --size '\(size)': use WxH with even numbers, e.g. 640x360")
         }
-        guard let rate = Rational(parsing: fps), rate.num * 1 <= 240 * rate.den else {
-            throw ValidationError("invalid --fps '\(fps)': use N or N/D up to 240, e.g. 30 or 30000/1001")
+        // Checked by DaemonSettings already; bounds first, so that no value can overflow here either.
+        guard let rate = Rational(parsing: fps), rate.den <= 1_000_000, rate.num >= rate.den, rate.num <= 240 * rate.den else {
+            throw ValidationError("invalid --fps '\(fps)': use N or N/D from 1 to 240, e.g. 30 or 30000/1001")
         }
         guard let cpf = CameraPixelFormat(name: pixelFormat) else {
             throw ValidationError("invalid --pixel-format '\(pixelFormat)' (use \(CameraPixelFormat.allCases.map(\.rawValue).joined(separator: ", ")))")
@@ -278,7 +281,7 @@ struct DaemonOptions: ParsableArguments {
         let pf = cpf.delivered
         guard (8000...192_000).contains(sampleRate) else { throw ValidationError("invalid --sample-rate \(sampleRate): use 8000 to 192000 Hz") }
         guard (1...8).contains(channels) else { throw ValidationError("invalid --channels \(channels): use 1 to 8") }
-        guard (0...51).contains(crf) else { throw ValidationError("invalid --crf \(crf): use 0 to 51") }
+        guard (1...51).contains(crf) else { throw ValidationError("invalid --crf \(crf): use 1 to 51") }
         guard (1...60).contains(keyint) else { throw ValidationError("invalid --keyint \(keyint): use 1 to 60 seconds") }
         guard abs(testAudioSkewPpm) < 100_000 else { throw ValidationError("invalid --test-audio-skew-ppm \(testAudioSkewPpm): use -99999 to 99999") }
         let vf = VideoFormat(width: w, height: h, fps: rate, pixelFormat: pf)

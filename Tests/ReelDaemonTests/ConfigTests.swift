@@ -161,3 +161,23 @@ final class JournalStreamTests: XCTestCase {
         XCTAssertFalse(JournalStream.isStderr(environment: [:], fd: fd))
     }
 }
+
+final class WriteFailureTextTests: XCTestCase {
+    func testEachErrnoIsNamedWithWhatWasKeptAndTheFix() {
+        let part = "/v/x.mp4.part"
+        XCTAssertEqual(WriteFailureText.message(errno: ENOSPC, verb: "writing", part: part, kept: .prefix(micros: 12_466_667, file: "/v/x.mp4"), dir: "/v"),
+                       "no space left on device writing /v/x.mp4.part: the disk is full; kept the first 12.5 s as /v/x.mp4 (free space in /v, or lower the bitrate)")
+        XCTAssertEqual(WriteFailureText.message(errno: ENOSPC, verb: "writing", part: part, kept: .nothing, dir: "/v"),
+                       "no space left on device writing /v/x.mp4.part: the disk is full; nothing could be kept (no fragment was complete), so /v/x.mp4.part was removed (free space in /v, or lower the bitrate)")
+        let quota = WriteFailureText.message(errno: EDQUOT, verb: "writing", part: part, kept: .prefix(micros: 40_000, file: "/v/x.mp4"), dir: "/v")
+        XCTAssertTrue(quota.hasPrefix("disk quota exceeded writing /v/x.mp4.part: the disk quota of user "), quota)
+        XCTAssertTrue(quota.hasSuffix("is used up; kept the first 0.0 s as /v/x.mp4 (free space in /v within the quota, or raise the quota)"), quota)
+        XCTAssertEqual(WriteFailureText.message(errno: EIO, verb: "syncing", part: part, kept: .prefix(micros: 3_050_000, file: "/v/x.mp4"), dir: "/v"),
+                       "input/output error syncing /v/x.mp4.part: the storage device failed; kept the first 3.1 s as /v/x.mp4 (check the disk and the kernel log (dmesg); record to another disk with --output-dir)")
+        XCTAssertTrue(WriteFailureText.message(errno: EROFS, verb: "writing", part: part, kept: .nothing, dir: "/v").hasPrefix("read-only file system writing "))
+        XCTAssertTrue(WriteFailureText.message(errno: EFBIG, verb: "writing", part: part, kept: .nothing, dir: "/v").hasPrefix("file too large writing "))
+        // Any other errno: the system's words and the directory to check.
+        let other = WriteFailureText.message(errno: ENXIO, verb: "writing", part: part, kept: .unknown("it stays as /v/x.mp4.part"), dir: "/v")
+        XCTAssertEqual(other, "no such device or address writing /v/x.mp4.part: the file could not be written; it stays as /v/x.mp4.part (check /v and the kernel log (dmesg))")
+    }
+}

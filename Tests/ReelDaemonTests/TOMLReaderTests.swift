@@ -18,7 +18,7 @@ final class TOMLReaderTests: XCTestCase {
 
     private func loadError(_ text: String) -> String? {
         var s = DaemonSettings()
-        do { try s.apply(text: text, path: "/etc/reel/reeld.toml"); return nil } catch { return error.description }
+        do { try s.apply(data: Data(text.utf8), path: "/etc/reel/reeld.toml"); return nil } catch { return error.description }
     }
 
     func testReadsStringsIntegersAndArraysWithTheirLines() throws {
@@ -63,9 +63,13 @@ final class TOMLReaderTests: XCTestCase {
             [[arr]]
             """))
         XCTAssertEqual(doc.keys.map { doc[$0]!.type }, [.double, .double, .bool, .dateTime, .date, .time, .table, .table, .table, .array])
+        XCTAssertEqual(doc["f"]?.double, 1500)
         XCTAssertEqual(doc["arr"]?.array?.count, 2)
         XCTAssertNil(doc["k"], "a key under [tab] is not a root key")
-        XCTAssertEqual(loadError("crf = 2.5\n"), "/etc/reel/reeld.toml:1: key 'crf': expected an integer (no quotes), found a floating-point number")
+        XCTAssertEqual(doc["tab"]?.tableKeys, ["k"])
+        XCTAssertEqual(doc["i"]?.tableKeys, ["x", "y"])
+        XCTAssertEqual(doc["n"]?.tableKeys, ["m"])
+        XCTAssertEqual(loadError("crf = 2.5\n")?.hasPrefix("/etc/reel/reeld.toml:1: key 'crf': expected an integer (no quotes), found a floating-point number"), true)
         XCTAssertEqual(loadError("\n[video]\n"), "/etc/reel/reeld.toml:2: key 'video': expected a string (in quotes), found a table")
     }
 
@@ -96,25 +100,27 @@ final class TOMLReaderTests: XCTestCase {
     }
 
     /// Inputs on which the TOMLKit/toml++ loader aborted reeld (each a file in Tests/fuzz/config).
+    /// The date-time one passed the line filters main had added for toml++ and still aborted.
     func testMalformedFilesThatAbortedTomlPlusPlusAreSyntaxErrors() {
         for (text, line) in [("[[[video]\ndevice\"\n", 1), ("[=]\n", 1), ("crf = 20\n\t[\n", 2), ("\u{FEFF}  [ =]\n", 1),
                              ("log_level = 1979-05-27T%07:32:00Z\n", 1), ("# ocmment\n\narf = [[}'\"in_free = 3\u{8}", 3)] {
             let error = loadError(text)
             XCTAssertTrue(error?.hasPrefix("/etc/reel/reeld.toml:\(line): ") ?? false, "\(text.debugDescription): \(error ?? "accepted")")
-            XCTAssertTrue(error?.hasSuffix("(fix the TOML syntax; see the comments in the installed reeld.toml)") ?? false, error ?? "")
         }
+        XCTAssertEqual(loadError("log_level = 1979-05-27T%07:32:00Z\n"),
+                       "/etc/reel/reeld.toml:1: key 'log_level': '1979-05-27T' is not a date or date-time such as 1979-05-27 or 1979-05-27T07:32:00Z (fix the TOML syntax; see the comments in the installed reeld.toml)")
     }
 
     /// TOMLKit cut keys at a NUL, and the loader then force-unwrapped a lookup of the cut key.
-    func testKeyWithNulIsAnUnknownKey() {
-        XCTAssertEqual(loadError("\"crf\\u0000x\" = 1\n"),
-                       "/etc/reel/reeld.toml:1: key 'crf\u{0}x': unknown key; the keys are documented in /etc/reel/reeld.toml")
+    func testKeyWithNulIsRefused() {
+        XCTAssertEqual(loadError("\"crf\\u0000x\" = 1\n"), "/etc/reel/reeld.toml:1: a \\u0000 escape: a NUL cannot be in a setting (remove it)")
+        // TOMLDocument itself keeps the whole key.
+        XCTAssertEqual((try? TOMLDocument(parsing: "\"crf\\u0000x\" = 1\n"))?.keys, ["crf\u{0}x"])
     }
 
     /// 240 * D overflowed in the fps check (a trap) for D above 3.8e16.
     func testFpsWithHugeDenominatorIsRefused() {
-        XCTAssertEqual(loadError("fps = \"1/100000000000000000\"\n"),
-                       "/etc/reel/reeld.toml:1: key 'fps': '1/100000000000000000' is not N or N/D up to 240 (D at most 1000000), e.g. 30 or \"30000/1001\"")
+        XCTAssertEqual(loadError("fps = \"1/100000000000000000\"\n")?.hasPrefix("/etc/reel/reeld.toml:1: key 'fps': '1/100000000000000000' is not N or N/D"), true)
         XCTAssertNil(loadError("fps = \"240000/1000\"\n"))
     }
 

@@ -143,3 +143,80 @@ final class MP4WriterTests: XCTestCase {
         XCTAssertThrowsError(try mp4.writeAudio(Packet(data: UnsafeRawBufferPointer(start: nil, count: 0), pts: 0, dts: 0, duration: 0, isKeyframe: true)))
     }
 }
+
+/// A write to the file that fails (here EFBIG from RLIMIT_FSIZE, which fails write(2) exactly as a full
+/// disk does: a short write, then an error) is detected, is final, and `abandon()` leaves a file that
+/// ends with its last complete fragment and decodes clean.
+final class MP4WriterFailureTests: XCTestCase {
+    func testFailedWriteIsFinalAndAbandonKeepsTheCompleteFragments() throws {
+        let path = tempPath("efbig.mp4.part")
+        let (w, h, rate) = (320, 240, 48000)
+        let venc = try H264Encoder(width: w, height: h, fps: Rational(30), settings: H264Settings())
+        let aenc = try AACEncoder(format: AudioFormat(sampleRate: rate, channels: 1), settings: AACSettings())
+        let mp4 = try MP4Writer(path: path, video: venc, audio: aenc, fragmentMicros: 500_000)
+        // Noise frames, so the file grows quickly (~1 MB/s).
+        var seed: UInt32 = 1
+        func noise(_ n: Int) -> [UInt8] { (0..<n).map { _ in seed ^= seed << 13; seed ^= seed >> 17; seed ^= seed << 5; return UInt8(truncatingIfNeeded: seed) } }
+        let chroma = [UInt8](repeating: 128, count: w * h / 4)
+        let tone = (0..<1600).map { Int16(8000 * sin(2 * Double.pi * 1000 * Double($0) / Double(rate))) }
+
+        let limit: rlim_t = 2_000_000
+        var old = rlimit()
+        XCTAssertEqual(getrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &old), 0)
+        let oldHandler = signal(SIGXFSZ, SIG_IGN)  // EFBIG instead of the signal
+        var lim = old
+        lim.rlim_cur = limit
+        XCTAssertEqual(setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &lim), 0)
+        var failure: MediaError?
+        var frames = 0
+        do {
+            defer { setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &old); signal(SIGXFSZ, oldHandler) }
+            while frames < 30 * 30 {
+                let y = noise(w * h)
+                do {
+                    try y.withUnsafeBufferPointer { yp in
+                        try chroma.withUnsafeBufferPointer { c in
+                            let frame = I420Frame(y: yp.baseAddress!, u: c.baseAddress!, v: c.baseAddress!,
+                                                  strideY: w, strideU: w / 2, strideV: w / 2, width: w, height: h)
+                            try venc.encode(frame, pts: Int64(frames) * 3000) { try mp4.writeVideo($0) }
+                        }
+                    }
+                    try tone.withUnsafeBufferPointer { try aenc.encode(interleaved: $0) { try mp4.writeAudio($0) } }
+                } catch let e as MediaError { failure = e; break }
+                frames += 1
+            }
+        }
+        let e = try XCTUnwrap(failure, "no write failed within 30 s of media and a \(limit)-byte limit")
+        XCTAssertEqual(e.systemError, EFBIG, e.message)
+        XCTAssertTrue(e.message.contains("File too large"), e.message)
+        XCTAssertEqual(mp4.writeFailure, e)
+        XCTAssertGreaterThan(mp4.completeBytes, 0, "no fragment was complete before the failure (\(frames) frames)")
+        XCTAssertLessThanOrEqual(mp4.completeBytes, Int64(limit))
+
+        // Final: later calls throw the same failure and never touch the file again.
+        let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int64
+        XCTAssertGreaterThanOrEqual(size, mp4.completeBytes)
+        for _ in 0..<5 {
+            XCTAssertThrowsError(try tone.withUnsafeBufferPointer { try aenc.encode(interleaved: $0) { try mp4.writeAudio($0) } }) {
+                XCTAssertEqual($0 as? MediaError, e)
+            }
+        }
+        XCTAssertThrowsError(try mp4.finish()) { XCTAssertEqual($0 as? MediaError, e) }
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int64, size)
+
+        // abandon(): cut back to the complete fragments; the file decodes clean and lasts what it says.
+        let kept = try mp4.abandon()
+        XCTAssertEqual(kept.bytes, mp4.completeBytes)
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int64, kept.bytes)
+        let null = try shell(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
+        XCTAssertEqual(null.status, 0)
+        XCTAssertEqual(null.err, "")
+        let counted = try probe(path, ["-count_frames", "-show_entries", "stream=codec_type,nb_read_frames"])["streams"] as! [[String: Any]]
+        let videoFrames = Int(try XCTUnwrap(counted.first { $0["codec_type"] as? String == "video" }?["nb_read_frames"] as? String))!
+        // kept.micros is where both tracks have data; video's end is the smaller here (x264's delay).
+        XCTAssertEqual(Int64(videoFrames) * 1_000_000 / 30, kept.micros, accuracy: 1_000_000 / 30 * 3,
+                       "\(videoFrames) frames kept vs \(kept.micros) us reported")
+        XCTAssertGreaterThanOrEqual(kept.micros, 1_000_000, "at least two fragments kept")
+        XCTAssertLessThan(kept.micros, Int64(frames) * 1_000_000 / 30)
+    }
+}

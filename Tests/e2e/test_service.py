@@ -236,7 +236,7 @@ def test_check_config_precedence_and_errors(reel_bin_dir, tmp_path):
     (tmp_path / "empty.toml").write_text("")
     default = run_check(reel_bin_dir, "--config", str(tmp_path / "empty.toml"))
     assert "crf = 23  # default" in default.stdout, default
-    for text, want in [('crf = 99\n', ":1: key 'crf': 99 is out of range (use 0 to 51)"),
+    for text, want in [('crf = 99\n', ":1: key 'crf': 99 is out of range (use 1 to 51"),
                        ('# c\nframerate = 30\n', ":2: key 'framerate': unknown key"),
                        ('crf = "23"\n', ":1: key 'crf': expected an integer (no quotes), found a string"),
                        ('video = "cam"\n', ":1: key 'video': unsupported --video 'cam'"),
@@ -247,6 +247,26 @@ def test_check_config_precedence_and_errors(reel_bin_dir, tmp_path):
         assert bad.returncode == 1 and f"{p}{want}" in bad.stderr, (text, bad.stderr)
     bad_env = run_check(reel_bin_dir, "--config", repo_conf, env={"REEL_CRF": "x"})
     assert bad_env.returncode == 1 and "REEL_CRF (key 'crf'): 'x' is not an integer" in bad_env.stderr
+
+
+def test_check_config_refuses_hostile_files_without_crashing(reel_bin_dir, tmp_path):
+    """A few cases of the hostile-config sweep (Tests/ReelDaemonTests/HostileConfigTests.swift) through
+    the real binary: each exits 1 with the file, line and what is wrong; none crashes."""
+    cases = [(b"crf = 20\n[encoder]\npreset = \"fast\"\n",
+              ":2: key 'encoder': reeld.toml has no tables, so 'preset' under [encoder] is not read"),
+             (b"crf = 20\nsize = \"\xff\xfe\"\n", ":2: byte 0xFF is not UTF-8 text (save the file as UTF-8)"),
+             (b"# toml++ aborts on this one unless reeld refuses it first\n[[[\n",
+              ":2: '[[[' does not start a table header ([name]); reeld.toml has no tables"),
+             (b"on_finish = [}\n", ":1: '}' closes the '[' opened before it"),
+             (b"fps = \"1/9223372036854775807\"\n", ":1: key 'fps': '1/9223372036854775807' is not N or N/D from 1 to 240")]
+    for i, (data, want) in enumerate(cases):
+        p = tmp_path / f"hostile{i}.toml"
+        p.write_bytes(data)
+        bad = run_check(reel_bin_dir, "--config", str(p))
+        assert bad.returncode == 1 and f"{p}{want}" in bad.stderr, (data, bad.returncode, bad.stderr[-2000:])
+    # The same value through a flag: refused, naming the flag.
+    flag = run_check(reel_bin_dir, "--config", "/dev/null", "--fps", "1/9223372036854775807")
+    assert flag.returncode == 1 and "invalid --fps: '1/9223372036854775807' is not N or N/D from 1 to 240" in flag.stderr, flag.stderr
 
 
 def test_recording_finishes_cleanly_when_free_space_runs_low(reeld):

@@ -1,8 +1,8 @@
-# Reel: make demo | make test | make build | make install | make bench | make soak | make clean
+# Reel: make demo | make test | make build | make install | make bench | make soak | make fuzz | make clean
 # Works on a fresh Debian 12 machine: missing Debian packages are installed with apt-get.
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
-.PHONY: deps build build-debug test unit e2e vm vm-prepare demo bench soak clean install install-files
+.PHONY: deps build build-debug test unit e2e vm vm-prepare demo bench soak fuzz fuzz-build clean install install-files
 
 PYTHON ?= /usr/bin/python3
 SWIFT ?= swift
@@ -94,6 +94,27 @@ bench: build
 # growth, A/V offset at the end and dropped frames (SOAK_SECONDS shortens it).
 soak: build
 	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) scripts/soak.py
+
+# Not a test either: libFuzzer with AddressSanitizer on the request parser and the config loader,
+# FUZZ_SECONDS (default 600) each, niced; fails on any crash (scripts/fuzz.sh says where the input
+# is). The sanitizer build lives apart in .build/fuzz; `make test` replays Tests/fuzz/ unsanitized.
+# -sanitize-coverage is spelled out: swiftc 6.3 leaves Swift code without coverage counters (the
+# fuzzer runs blind) when -sanitize=fuzzer comes with -sanitize=address.
+FUZZ_SECONDS ?= 600
+FUZZ_BUILD := nice -n 5 $(SWIFT) build --scratch-path $(CURDIR)/.build/fuzz -c release \
+              --sanitize=fuzzer --sanitize=address -Xswiftc -DFUZZING \
+              -Xswiftc -sanitize-coverage=edge,indirect-calls,trace-cmp,inline-8bit-counters,pc-table
+
+fuzz-build: deps
+	$(FUZZ_BUILD) --product fuzz-request
+	$(FUZZ_BUILD) --product fuzz-config
+
+# Then the TOML reader against Python's tomllib on every config input the fuzzer kept (the plain
+# build of fuzz-config prints what the reader makes of a file).
+fuzz: fuzz-build
+	FUZZ_SECONDS=$(FUZZ_SECONDS) nice -n 10 scripts/fuzz.sh
+	nice -n 5 $(SWIFT) build --product fuzz-config
+	$(PYTHON) scripts/toml_oracle.py $(CURDIR)/.build/debug/fuzz-config Tests/fuzz/config .build/fuzz/corpus/config
 
 clean:
 	rm -rf .build demo-out

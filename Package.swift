@@ -11,7 +11,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
-        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
         // --- C interop: one thin module per library, nothing else in them. ---
@@ -44,8 +43,7 @@ let package = Package(
         // --- The daemon: sources, pipeline, recorder, control server. ---
         .target(name: "ReelDaemon",
                 dependencies: ["ReelCore", "ReelMedia", "ReelControl", "CReelShim", "CV4L2", "CALSA",
-                               .product(name: "Logging", package: "swift-log"),
-                               .product(name: "TOMLKit", package: "TOMLKit")],
+                               .product(name: "Logging", package: "swift-log")],
                 path: "Sources/ReelDaemon"),
 
         .executableTarget(name: "reeld",
@@ -62,11 +60,18 @@ let package = Package(
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/reelctl"),
 
+        // --- Fuzzing (`make fuzz`): the checks, and one libFuzzer entry point per parser; built
+        // normally they replay files through the same checks (Tests/fuzz, docs/RELIABILITY.md). ---
+        .target(name: "ReelFuzz", dependencies: ["ReelControl", "ReelDaemon"], path: "Sources/ReelFuzz"),
+        .executableTarget(name: "fuzz-request", dependencies: ["ReelFuzz"], path: "Sources/fuzz-request"),
+        .executableTarget(name: "fuzz-config", dependencies: ["ReelFuzz"], path: "Sources/fuzz-config"),
+
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"], path: "Tests/ReelCoreTests"),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore", "CFFmpeg"], path: "Tests/ReelMediaTests"),
         .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelDaemon"], path: "Tests/ReelControlTests"),
         .testTarget(name: "ReelDaemonTests", dependencies: ["ReelDaemon", "ReelControl", "ReelCore"], path: "Tests/ReelDaemonTests"),
         .testTarget(name: "ReelVerifyTests", dependencies: ["ReelVerify"], path: "Tests/ReelVerifyTests"),
+        .testTarget(name: "ReelFuzzTests", dependencies: ["ReelFuzz", "ReelDaemon", "ReelControl"], path: "Tests/ReelFuzzTests"),
     ],
     swiftLanguageModes: [.v6]
 )

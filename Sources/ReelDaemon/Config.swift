@@ -1,7 +1,6 @@
 import Foundation
 import ReelCore
 import ReelMedia
-import TOMLKit
 
 /// One setting's value, as TOML types it.
 public enum SettingValue: Sendable, Equatable, CustomStringConvertible {
@@ -288,26 +287,27 @@ public struct DaemonSettings: Sendable {
         try apply(data: data, path: path)
     }
 
-    /// Layers the contents of a config file (named `path` in messages) over these settings.
-    mutating func apply(data: Data, path: String) throws(ConfigError) {
+    /// Layers the contents of a config file (named `path` in messages) over these settings
+    /// (public for the fuzzer, `make fuzz`).
+    public mutating func apply(data: Data, path: String) throws(ConfigError) {
         let text = try Self.checkedText(data, path: path)
         filePath = path
         let lines = Self.lines(text)
-        let table: TOMLTable
-        do { table = try TOMLTable(string: text) }
-        catch let e as TOMLParseError {
-            let n = e.source.begin.line
+        let table: TOMLDocument
+        do { table = try TOMLDocument(parsing: text) }
+        catch {
+            let n = error.line
             let key = (1...lines.count).contains(n) ? Self.keyWritten(on: lines[n - 1]).map { "key '\(Self.show($0, quoted: false))': " } ?? "" : ""
-            throw ConfigError("\(path):\(n): \(key)\(Self.show(e.description, max: 200, quoted: false)) (fix the TOML syntax; see the comments in the installed reeld.toml)")
-        } catch { throw ConfigError("\(path): \(error)") }
+            throw ConfigError("\(path):\(n): \(key)\(Self.show(error.description, max: 200, quoted: false)) (fix the TOML syntax; see the comments in the installed reeld.toml)")
+        }
         // Checked in the order they are written, so the first mistake in the file is the one named.
-        let keys = table.keys.map { ($0, Self.line(of: $0, in: lines)) }.sorted { ($0.1 ?? Int.max, $0.0) < ($1.1 ?? Int.max, $1.0) }
+        let keys = table.keys.map { ($0, table.line(of: $0)) }.sorted { ($0.1 ?? Int.max, $0.0) < ($1.1 ?? Int.max, $1.0) }
         for (key, line) in keys {
             let origin = SettingOrigin.file(path: path, line: line)
             let value = table[key]!
             guard let k = SettingKey(rawValue: key) else {
                 // A known key under a [table] header: reeld.toml has no tables.
-                if value.type == .table, let inner = value.table?.keys.sorted().first(where: { SettingKey(rawValue: $0) != nil }) {
+                if value.type == .table, let inner = value.tableKeys.sorted().first(where: { SettingKey(rawValue: $0) != nil }) {
                     throw ConfigError("\(origin): key '\(Self.show(key, quoted: false))': reeld.toml has no tables, so '\(inner)' under [\(Self.show(key, quoted: false))] is not read (move the settings above the first [table] line and remove the header)")
                 }
                 let hint = Self.closest(to: key).map { " (did you mean '\($0)'?)" } ?? ""
@@ -343,8 +343,8 @@ public struct DaemonSettings: Sendable {
     }
 
     /// The file as text, or an error naming the line of the first byte that cannot be in a config
-    /// file: invalid UTF-8, a NUL (TOMLKit would silently stop reading there), or a \u0000 escape
-    /// (TOMLKit would silently cut the string there).
+    /// file: invalid UTF-8, a NUL (a config file is text), or a \u0000 escape (a path or a name
+    /// would end there). Then the lines `hazard` and `bracketHazard` refuse.
     static func checkedText(_ data: Data, path: String) throws(ConfigError) -> String {
         let bytes = [UInt8](data)
         func lineAt(_ offset: Int) -> Int { bytes[..<offset].reduce(1) { $1 == 0x0A ? $0 + 1 : $0 } }
@@ -374,9 +374,11 @@ public struct DaemonSettings: Sendable {
         return text
     }
 
-    /// toml++ 3 also aborts on a '}' where an array expects a value (`[}`, `[1, }`). This follows
-    /// the brackets of values through strings and comments and refuses a closing bracket that does
-    /// not match the innermost open one (always a syntax error). Returns the line and why.
+    /// A '}' where an array expects a value (`[}`, `[1, }`), on which toml++ 3 (TOMLKit, reeld's
+    /// parser before TOMLDocument) aborted the process. TOMLDocument refuses it as well; this
+    /// names the mismatch plainly. It follows the brackets of values through strings and comments
+    /// and refuses a closing bracket that does not match the innermost open one (always a syntax
+    /// error). Returns the line and why.
     static func bracketHazard(_ text: String) -> (Int, String)? {
         let s = Array(text.unicodeScalars)
         var stack: [Unicode.Scalar] = []
@@ -433,10 +435,11 @@ public struct DaemonSettings: Sendable {
         return nil
     }
 
-    /// Lines TOMLKit's parser (toml++ 3) cannot be handed: a table header whose name starts with
-    /// anything but a key character or a quote (`[[[`, `[=`, `[é]`, `[` alone on its line) trips an
-    /// assertion that aborts the process, and a key dotted hundreds of thousands of levels deep
-    /// overflows the stack. Both are mistakes in reeld.toml, which has no tables and no dotted keys.
+    /// Lines that crashed toml++ 3 (TOMLKit, reeld's parser before TOMLDocument): a table header
+    /// whose name starts with anything but a key character or a quote (`[[[`, `[=`, `[é]`, `[`
+    /// alone on its line) tripped an assertion, and a key dotted hundreds of thousands of levels
+    /// deep overflowed the stack. TOMLDocument refuses the first and reads the second without
+    /// recursion; these say plainly that reeld.toml has no tables and no dotted keys.
     static func hazard(_ line: Substring) -> String? {
         let t = line.drop { $0 == " " || $0 == "\t" }
         if t.first == "[" {
@@ -476,7 +479,7 @@ public struct DaemonSettings: Sendable {
     }
 
     /// "a string", "an integer", "a boolean", ... for messages.
-    static func typeName(_ t: TOMLType) -> String {
+    static func typeName(_ t: TOMLDocument.ValueType) -> String {
         switch t {
         case .int: return "an integer"
         case .array: return "an array"
@@ -515,28 +518,6 @@ public struct DaemonSettings: Sendable {
             ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-"
         }
         return bare ? first : nil
-    }
-
-    /// The line (1-based) where `key = ...` is written, for messages.
-    static func line(of key: String, in lines: [Substring]) -> Int? {
-        for (i, l) in lines.enumerated() {
-            var t = l.drop { $0 == " " || $0 == "\t" }
-            var quote: Character? = nil
-            if let q = t.first, q == "\"" || q == "'" { quote = q; t = t.dropFirst() }
-            guard t.hasPrefix(key) else { continue }
-            var rest = t.dropFirst(key.count)
-            if let quote { guard rest.first == quote else { continue }; rest = rest.dropFirst() }
-            rest = rest.drop { $0 == " " || $0 == "\t" }
-            if rest.hasPrefix("=") || rest.hasPrefix(".") { return i + 1 }
-        }
-        // A table header [key] or [key.sub] or [[key]]
-        for (i, l) in lines.enumerated() {
-            let t = l.trimmingCharacters(in: .whitespaces).drop { $0 == "[" }.drop { $0 == " " || $0 == "\"" || $0 == "'" }
-            if t.hasPrefix(key), let next = t.dropFirst(key.count).first, "]. \"'".contains(next), l.trimmingCharacters(in: .whitespaces).hasPrefix("[") {
-                return i + 1
-            }
-        }
-        return nil
     }
 
     /// The known key a mistyped one most likely meant: the same after lower-casing, '-' for '_'

@@ -400,7 +400,10 @@ def test_skewed_sound_card_keeps_durations_and_follows_the_system_clock(vm_ready
     # match with the drift lock off too. The content must follow the system clock: the played
     # seconds must land as far apart as the card's clock makes them (the signal runs at the card's
     # -300 ppm against the file); counting the card's frames would give 0 ppm (measured: 0.0).
+    # Limit 100 ppm: the lock converges over the first seconds and capture timestamps jitter by
+    # milliseconds under emulation (seen: -288 to -326 ppm on a quiet host, -238.5 with the host at
+    # load 4); unlocked gives 0.0, 300 ppm away, so the check still tells the two apart.
     assert r["steps"] >= 50, r
-    assert abs(r["signal_ppm"] - nominal) <= 50, \
+    assert abs(r["signal_ppm"] - nominal) <= 100, \
         f"the played signal runs {r['signal_ppm']:+.1f} ppm against the file, the card {nominal:+.1f} ppm against " \
         f"CLOCK_MONOTONIC: the audio does not follow the system clock (last step {r['drift_ms']:+.1f} ms off a 1 s grid)"

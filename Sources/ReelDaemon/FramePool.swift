@@ -39,3 +39,14 @@ public final class FramePool: @unchecked Sendable {
     public func release(_ slot: Int) { monitor.withLock { free.append(slot); monitor.broadcast() } }
     public func close() { monitor.withLock { closed = true; monitor.broadcast() } }
 }
+
+extension FramePool {
+    /// Slots for a live video source: about one second of frames, so the pipeline can be held up
+    /// that long (a busy CPU, a slow disk) before a frame drops, as GStreamer's `queue` holds 1 s;
+    /// at least 8, and at most what fits in 64 MiB (1080p YUYV: 15 slots, half a second).
+    public static func liveVideoSlots(frameBytes: Int, fps: Rational) -> Int {
+        let perSecond = Int((fps.num + fps.den - 1) / max(1, fps.den))
+        let cap = max(8, (64 << 20) / max(1, frameBytes))
+        return min(max(8, perSecond), cap)
+    }
+}

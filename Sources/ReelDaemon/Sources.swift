@@ -124,11 +124,14 @@ public final class TestVideoSource: CaptureThread, CaptureSource, @unchecked Sen
     public let paced: Bool
     private let pattern: TestVideoPattern
 
-    public init(format: VideoFormat, paced: Bool, poolSlots: Int = 8) {
+    /// `poolSlots` nil: about a second of frames when paced (a live source), 8 when unpaced.
+    public init(format: VideoFormat, paced: Bool, poolSlots: Int? = nil) {
         self.format = format
         self.paced = paced
         pattern = TestVideoPattern(format: format)
-        super.init(pool: FramePool(slots: poolSlots, slotBytes: format.pixelFormat.frameBytes(width: format.width, height: format.height)),
+        let bytes = format.pixelFormat.frameBytes(width: format.width, height: format.height)
+        let slots = poolSlots ?? (paced ? FramePool.liveVideoSlots(frameBytes: bytes, fps: format.fps) : 8)
+        super.init(pool: FramePool(slots: slots, slotBytes: bytes),
                    name: "reel-video-test")
     }
     public var description: String {
@@ -156,7 +159,8 @@ public final class TestAudioSource: CaptureThread, CaptureSource, @unchecked Sen
     public let signal: TestAudioSignal
     public let paced: Bool
 
-    public init(format: AudioFormat, skewPpm: Int64, paced: Bool, poolSlots: Int = 64) {
+    /// 200 chunks of 10 ms: the pipeline may be held up 2 s before a chunk drops, as with ALSA.
+    public init(format: AudioFormat, skewPpm: Int64, paced: Bool, poolSlots: Int = 200) {
         signal = TestAudioSignal(format: format, skewPpm: skewPpm)
         self.paced = paced
         let maxChunk = format.sampleRate / 100 + 1

@@ -24,7 +24,8 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
     private let bufferCount: Int
     private let planes: [(rows: Int, src: Int, dst: Int)]
 
-    public init(path: String, request: CameraRequest, logger: Logger, poolSlots: Int = 8) throws {
+    /// `poolSlots` nil: about a second of frames (`FramePool.liveVideoSlots`).
+    public init(path: String, request: CameraRequest, logger: Logger, poolSlots: Int? = nil) throws {
         let dev = try V4L2Device(path: path)
         let cap = try dev.queryCapability()
         guard cap.isCapture, cap.canStream else {
@@ -60,7 +61,8 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
         case .nv12: planes = [(h, bpl, w), (h / 2, bpl, w)]
         case .yuv420, .mjpeg: planes = [(h, bpl, w), (h / 2, bpl / 2, w / 2), (h / 2, bpl / 2, w / 2)]
         }
-        super.init(pool: FramePool(slots: poolSlots, slotBytes: format.pixelFormat.frameBytes(width: format.width, height: format.height)),
+        let bytes = format.pixelFormat.frameBytes(width: format.width, height: format.height)
+        super.init(pool: FramePool(slots: poolSlots ?? FramePool.liveVideoSlots(frameBytes: bytes, fps: actual), slotBytes: bytes),
                    name: "reel-video-v4l2")
         if bufferCount < 4 { logger.warning("\(path) gave only \(bufferCount) streaming buffers (asked for 6); frames may drop") }
     }
@@ -91,10 +93,10 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
         let frameBytes = format.pixelFormat.frameBytes(width: format.width, height: format.height)
         var silentSince = SystemClock.now()
         var warnedSilent = false
-        var captured: Int64 = 0, lostByCamera: Int64 = 0, dropped: Int64 = 0
+        var captured: Int64 = 0, lostByCamera: Int64 = 0, errored: Int64 = 0, dropped: Int64 = 0
         var errorPolls = 0  // consecutive polls reporting an error with no frame to dequeue
         defer {
-            logger.info("camera \(path): \(captured) frames dequeued, \(lostByCamera) lost by the camera (sequence gaps), \(dropped) dropped here (pipeline behind or bad frame)")
+            logger.info("camera \(path): \(captured) frames dequeued, \(lostByCamera) lost by the camera (sequence gaps), \(errored) errored by the driver (V4L2_BUF_FLAG_ERROR, dropped), \(dropped) dropped here (pipeline behind or bad frame)")
         }
         while !isStopping {
             pfd.revents = 0
@@ -127,6 +129,9 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
                 continue
             }
             errorPolls = 0
+            if e == EIO {
+                return "camera \(path) failed: its driver stopped the stream with an error (VIDIOC_DQBUF: \(deviceErrorText(e))); start a new recording, and reconnect the camera if it happens again (see 'reelctl devices')"
+            }
             if e != 0 {
                 return "camera \(path) failed: VIDIOC_DQBUF: \(deviceErrorText(e)) (reconnect it; see 'reelctl devices')"
             }
@@ -149,7 +154,17 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
             }
             last = buf.sequence
             let index = buf.index
-            let ok = buf.flags & UInt32(V4L2_BUF_FLAG_ERROR) == 0 && Int(index) < device.buffers.count
+            // A buffer the driver marks V4L2_BUF_FLAG_ERROR (a transfer error: its data may be
+            // corrupt) is requeued and dropped, never encoded; it leaves its slot of the frame grid
+            // empty, like any drop, so the timing of the frames around it is untouched.
+            if buf.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 {
+                if errored == 0 { logger.warning("camera \(path): the driver marked frame \(buf.sequence) as errored (V4L2_BUF_FLAG_ERROR); dropping it and any later errored frame (counted in droppedFrames)") }
+                errored += 1
+                requeue(index)
+                countDrop()
+                continue
+            }
+            let ok = Int(index) < device.buffers.count
             if ok, let slot = pool.tryAcquire() {
                 let (p, len) = device.buffers[Int(index)]
                 let used = min(Int(buf.bytesused), len)
@@ -163,7 +178,7 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
                 }
             } else {
                 requeue(index)
-                countDrop(); dropped += 1  // corrupt buffer, or the pipeline holds every slot
+                countDrop(); dropped += 1  // a bad buffer index, or the pipeline holds every slot
             }
         }
         _ = device.streamOff()

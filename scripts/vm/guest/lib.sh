@@ -96,3 +96,22 @@ play() {
     aplay -q -D "$SPEAKER" /in/steps.wav &
     APLAY_PID=$!
 }
+# disk_mount DIR: mount the disk `run --disk IMG` attached (/dev/vda, ext4, made on the host) on
+# DIR, with the kernel's defaults (data=ordered, 5 s journal commit, delayed allocation).
+disk_mount() {
+    modprobe virtio_blk
+    modprobe ext4
+    wait_for /dev/vda 10
+    mkdir -p "$1"
+    mount -t ext4 /dev/vda "$1"
+    log "mounted: $(grep '^/dev/vda ' /proc/mounts)"
+}
+# power_cut: note the instant in $OUT/times.txt ('cut T T 0', on the 9p share, so it reaches the
+# host) and print the marker the host's `run --kill-on REEL-POWER-CUT` waits for; the host then
+# SIGKILLs the VM. Never returns.
+power_cut() {
+    _t=$(now)
+    echo "cut $_t $_t 0" >> "$OUT/times.txt"
+    echo "REEL-POWER-CUT at $_t" > /dev/console
+    while :; do sleep 1; done
+}

@@ -26,8 +26,8 @@ FRAME = 1.0 / FPS
 BASE, STEP, SECONDS = 400.0, 50.0, 60
 
 
-def make_signal(path):
-    t = np.arange(SECONDS * RATE) / RATE
+def make_signal(path, seconds=SECONDS):
+    t = np.arange(seconds * RATE) / RATE
     k = np.floor(t)
     phase = 2 * np.pi * np.cumsum(BASE + STEP * k) / RATE  # continuous phase across steps
     x = (0.5 * 32767 * np.sin(phase)).astype("<i2")

@@ -300,20 +300,12 @@ def test_fatal_streaming_error_ends_the_recording_cleanly(buferror):
 
 
 # ------------------------------------------------------------------------------------------
-# A sound card 300 ppm fast
+# A sound card 300 ppm slow
 
 def write_steps(path, seconds):
     """The steps signal of test_capture_vm (second k at BASE + STEP*k Hz), `seconds` long."""
-    import wave
-    from test_capture_vm import BASE, STEP
-    t = np.arange(seconds * RATE) / RATE
-    phase = 2 * np.pi * np.cumsum(BASE + STEP * np.floor(t)) / RATE
-    x = (0.5 * 32767 * np.sin(phase)).astype("<i2")
-    with wave.open(path, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(RATE)
-        w.writeframes(x.tobytes())
+    from test_capture_vm import make_signal
+    make_signal(path, seconds)
 
 
 def step_edges(ts, ks):

@@ -90,6 +90,16 @@ capture_setup() {
     mkdir -p $REC
 }
 collect() { cp $REC/*.mp4* "$OUT"/ 2>/dev/null || true; }
+# The usual end of a capture scenario: stop (its JSON reply in $OUT/stop.json), the player,
+# reeld; then the recordings to $OUT.
+stop_and_collect() {
+    timed stop stop --json > "$OUT/stop.out"
+    grep '^{' "$OUT/stop.out" > "$OUT/stop.json"
+    cat "$OUT/stop.json"
+    kill $APLAY_PID 2>/dev/null || true
+    reeld_stop
+    collect
+}
 # play: the host-made signal (/in/steps.wav, S16 48 kHz mono) into the loopback, in the background.
 play() {
     echo "play $(now) $(now) 0" >> "$OUT/times.txt"

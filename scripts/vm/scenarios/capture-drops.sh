@@ -9,10 +9,5 @@ reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size 640x360 --fp
 timed start start --name drops
 t0=$(awk '$1 == "start" {print $2}' "$OUT/times.txt")
 sleep_until "$(at "$t0" 6.0)"
-timed stop stop --json > "$OUT/stop.out"
-grep '^{' "$OUT/stop.out" > "$OUT/stop.json"
-cat "$OUT/stop.json"
-kill $APLAY_PID 2>/dev/null || true
-reeld_stop
-collect
+stop_and_collect
 grep 'lost by the camera' "$OUT/reeld.log"

@@ -15,10 +15,5 @@ sleep 1.5   # the fault being injected: reeld frozen, the devices keep capturing
 kill -CONT $REELD_PID
 echo "thaw $(now) $(now) 0" >> "$OUT/times.txt"
 sleep_until "$(at "$t0" 7.0)"
-timed stop stop --json > "$OUT/stop.out"
-grep '^{' "$OUT/stop.out" > "$OUT/stop.json"
-cat "$OUT/stop.json"
-kill $APLAY_PID 2>/dev/null || true
-reeld_stop
-collect
+stop_and_collect
 grep -E 'overrun|lost by the camera' "$OUT/reeld.log"

@@ -30,9 +30,4 @@ i=2
 while [ $i -lt "${RECORD_S:-60}" ]; do sleep_until "$(at "$t0" $i)"; cardpos; i=$((i + 2)); done
 sleep_until "$(at "$t0" "${RECORD_S:-60}")"
 cardpos
-timed stop stop --json > "$OUT/stop.out"
-grep '^{' "$OUT/stop.out" > "$OUT/stop.json"
-cat "$OUT/stop.json"
-kill $APLAY_PID 2>/dev/null || true
-reeld_stop
-collect
+stop_and_collect

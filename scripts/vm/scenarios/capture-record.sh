@@ -12,9 +12,4 @@ sleep_until "$(at "$t0" 4.0)";  timed resume resume
 sleep_until "$(at "$t0" 6.5)";  timed pause pause
 sleep_until "$(at "$t0" 8.5)";  timed resume resume
 sleep_until "$(at "$t0" 10.5)"; reelctl status --json > "$OUT/status-during.json"
-timed stop stop --json > "$OUT/stop.out"
-grep '^{' "$OUT/stop.out" > "$OUT/stop.json"
-cat "$OUT/stop.json"
-kill $APLAY_PID 2>/dev/null || true
-reeld_stop
-collect
+stop_and_collect

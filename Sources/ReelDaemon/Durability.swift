@@ -17,7 +17,7 @@ public enum FsyncPolicy: String, Sendable, CaseIterable {
 /// Syncs one file to the disk off the pipeline thread: `request()` never blocks, and requests
 /// that arrive while a sync runs are coalesced into the next one. fsync works on the inode, so
 /// this thread's own read-only descriptor syncs what libavformat wrote through its descriptor.
-/// @unchecked Sendable: mutable state is guarded by `monitor`; `fd` and `dirFd` are set in init.
+/// @unchecked Sendable: mutable state is guarded by `monitor`; `fd` is set once in init.
 final class FileSyncer: @unchecked Sendable {
     let path: String
     private let logger: Logger

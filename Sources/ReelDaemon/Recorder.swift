@@ -68,9 +68,9 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     /// Called once a second by the Supervisor: finishes the recording cleanly when free space
     /// in the output directory drops below min_free_mb.
     public func tick() {
-        refreshFreeSpace()
+        let measured = refreshFreeSpace()
         guard let s = monitor.withLock({ session }), s.config.minFreeBytes > 0, !s.snapshot.stopping,
-              let free = Storage.freeBytes(s.config.outputDir), free < s.config.minFreeBytes else { return }
+              measured.dir == s.config.outputDir, let free = measured.bytes, free < s.config.minFreeBytes else { return }
         let msg = "free space in \(s.config.outputDir) fell to \(Storage.megabytes(free)), below min_free_mb \(s.config.minFreeBytes / 1_000_000): finishing \(s.partPath)"
         logger.error("\(msg)")
         monitor.withLock { lastError = msg }
@@ -80,10 +80,13 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
 
     /// Free space in the output directory for status, measured here (tick, start, stop) and not
     /// on the control server's I/O thread: statvfs can block on a failing disk.
-    private func refreshFreeSpace() {
+    /// Returns what it measured (the running recording's directory when there is one).
+    @discardableResult
+    private func refreshFreeSpace() -> (dir: String, bytes: Int64?) {
         let dir = monitor.withLock { (session?.config ?? currentConfig).outputDir }
         let free = Storage.freeBytes(dir)
         monitor.withLock { freeSpace = (dir, free) }
+        return (dir, free)
     }
 
     /// At start-up: makes any `.part` left by a crash in the output directory playable.

@@ -138,6 +138,8 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private let syncer: FileSyncer?
     private let partLock: PartFileLock
     fileprivate var syncerClosed = false
+    /// The write failure is a failed fdatasync (`takeSyncFailure`), not a failed write.
+    private var failedSyncing = false
     private var fifo: AudioFifo
     private let resampler: DriftResampler?
     private var drift: DriftLock?
@@ -315,11 +317,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
                 }
                 if let event { try handle(event) }
                 try drainAudio()
-                if let e = syncer?.failure {
-                    // What was written may not be on the disk: end as after a failed write.
-                    mux.markFailed("cannot sync '\(partPath)' to disk: \(String(cString: strerror(e)))", systemError: e)
-                    throw mux.writeFailure!
-                }
+                if takeSyncFailure() { throw mux.writeFailure! }
                 if let msg = sourceFailure, !failureHandled {
                     failureHandled = true
                     logger.error("\(msg); finishing the recording \(partPath)")
@@ -559,9 +557,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
                 try aac?.flush { try mux.writeAudio($0) }
                 try mux.finish()
                 closeSyncer()  // the trailer is on disk before the name says the file is complete
-                if let e = syncer?.failure {
-                    mux.markFailed("cannot sync '\(partPath)' to disk: \(String(cString: strerror(e)))", systemError: e)
-                } else {
+                if !takeSyncFailure() {
                     if rename(partPath, finalPath) != 0 {
                         throw RecorderFailure("cannot rename \(partPath) to \(finalPath): \(String(cString: strerror(errno)))")
                     }
@@ -591,6 +587,15 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         else if let error { finished.fulfill(.failure(RecorderFailure(error))) } else { finished.fulfill(.success(finalPath)) }
     }
 
+    /// A failed fdatasync, seen by the sync thread, ends the recording as a failed write does
+    /// (what was written may not be on the disk). True when it did.
+    private func takeSyncFailure() -> Bool {
+        guard mux.writeFailure == nil, let e = syncer?.failure else { return false }
+        mux.markFailed("cannot sync '\(partPath)' to disk: \(String(cString: strerror(e)))", systemError: e)
+        failedSyncing = true
+        return true
+    }
+
     /// After a failed write: the file is closed without another write, cut back to its last
     /// complete fragment and renamed (or removed when no fragment was complete). Returns the file
     /// kept (nil: none; the .part path if it could not be cut or renamed) and the message.
@@ -598,7 +603,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         closeSyncer()
         let dir = (finalPath as NSString).deletingLastPathComponent
         let code = failure.systemError ?? EIO
-        let verb = failure.message.hasPrefix("cannot sync") ? "syncing" : "writing"
+        let verb = failedSyncing ? "syncing" : "writing"
         func text(_ kept: WriteFailureText.Kept) -> String {
             WriteFailureText.message(errno: code, verb: verb, part: partPath, kept: kept, dir: dir)
         }

@@ -90,15 +90,23 @@ capture_setup() {
     mkdir -p $REC
 }
 collect() { cp $REC/*.mp4* "$OUT"/ 2>/dev/null || true; }
-# The usual end of a capture scenario: stop (its JSON reply in $OUT/stop.json), the player,
-# reeld; then the recordings to $OUT.
-stop_and_collect() {
-    timed stop stop --json > "$OUT/stop.out"
-    grep '^{' "$OUT/stop.out" > "$OUT/stop.json"
-    cat "$OUT/stop.json"
+# stop_json LABEL NAME: a timed `reelctl stop --json` (LABEL in times.txt), its JSON reply in
+# $OUT/NAME.json.
+stop_json() {
+    timed "$1" stop --json > "$OUT/$2.out"
+    grep '^{' "$OUT/$2.out" > "$OUT/$2.json"
+    cat "$OUT/$2.json"
+}
+# The end of a capture scenario: the player, reeld; then the recordings to $OUT.
+finish_capture() {
     kill $APLAY_PID 2>/dev/null || true
     reeld_stop
     collect
+}
+# The usual end: stop (its reply in $OUT/stop.json), then finish_capture.
+stop_and_collect() {
+    stop_json stop stop
+    finish_capture
 }
 # play: the host-made signal (/in/steps.wav, S16 48 kHz mono) into the loopback, in the background.
 play() {

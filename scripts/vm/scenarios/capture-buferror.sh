@@ -39,9 +39,7 @@ for dt in 0.5 1.1; do
     p=$((BLACK + WHITE - p))
 done
 sleep_until "$(at "$t" 2.5)"
-timed stop stop --json > "$OUT/stop.out"
-grep '^{' "$OUT/stop.out" > "$OUT/stop.json"
-cat "$OUT/stop.json"
+stop_json stop stop
 
 timed start2 start --name fatal
 sleep_until "$(at "$(last start2)" 2.0)"
@@ -52,9 +50,6 @@ cat "$OUT/status-after-fatal.json"
 
 timed start3 start --name after
 sleep_until "$(at "$(last start3)" 2.0)"
-timed stop3 stop --json > "$OUT/stop-after.out"
-grep '^{' "$OUT/stop-after.out" > "$OUT/stop-after.json"
-kill $APLAY_PID 2>/dev/null || true
-reeld_stop
-collect
+stop_json stop3 stop-after
+finish_capture
 grep -E 'errored|failed' "$OUT/reeld.log"

@@ -33,9 +33,5 @@ until timed start2 start --name after; do
 done
 t1=$(awk '$1 == "start2" && $4 == 0 {print $2}' "$OUT/times.txt")
 sleep_until "$(at "$t1" 3.0)"
-timed stop stop --json > "$OUT/stop-after.out"
-grep '^{' "$OUT/stop-after.out" > "$OUT/stop-after.json"
-cat "$OUT/stop-after.json"
-kill $APLAY_PID 2>/dev/null || true
-reeld_stop
-collect
+stop_json stop stop-after
+finish_capture

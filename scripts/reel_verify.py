@@ -405,6 +405,7 @@ def _audio(path, streams, aframes):
         b["onset"] = start + b["onset_sample"] / rate
         b["end"] = start + b["end_sample"] / rate
         b["truncated"] = b["duration_ms"] < 97.0
+        b["split_at_resume"] = False
         b["onset_sample"] = round(b["onset_sample"], 2)
         b["onset_env_sample"] = round(b["onset_env_sample"], 2)
         if b["onset_phase_sample"] is not None:
@@ -423,6 +424,39 @@ def _audio(path, streams, aframes):
         "decode_stderr": err,
         "beeps": beeps,
     }
+
+
+def _split_at_resumes(audio, jumps, frame_s):
+    """One tone across a resume is two beeps. A pause that began during a beep and a resume
+    whose first frame is a flash join that beep's head to the next whole beep with no dip
+    between (beeps start on whole milliseconds, so even the phase runs on), and find_beeps
+    sees one long tone. Split it where the second beep begins: its end minus the contract's
+    100 ms when that lies within a frame of the resume (a whole beep, its onset still measured
+    on the audio, so an A/V offset shows), else the resume itself (a beep cut by the resume,
+    which _sync files as such)."""
+    rate, start = audio["sample_rate"], audio["start"]
+    resumes = sorted(j["out_time"] for j in jumps if j["out_time"] is not None)
+    margin = 0.003
+    out = []
+    for b in audio["beeps"]:
+        cur = b
+        while cur["end"] - cur["onset"] > BEEP_SECONDS + margin:
+            r = next((r for r in resumes if cur["onset"] + margin < r < cur["end"] - margin), None)
+            if r is None:
+                break
+            e = cur["end"] - BEEP_SECONDS
+            cut = e if abs(e - r) <= frame_s + 0.002 else r
+            head = dict(cur, end=cut, end_sample=round((cut - start) * rate, 2),
+                        duration_ms=round((cut - cur["onset"]) * 1000, 3), split_at_resume=True)
+            head["truncated"] = head["duration_ms"] < 97.0
+            out.append(head)
+            cur = dict(cur, onset=cut, onset_sample=round((cut - start) * rate, 2),
+                       onset_env_sample=round((cut - start) * rate, 2), onset_phase_sample=None,
+                       phase_ok=False, duration_ms=round((cur["end"] - cut) * 1000, 3),
+                       split_at_resume=True)
+            cur["truncated"] = cur["duration_ms"] < 97.0
+        out.append(cur)
+    audio["beeps"] = out
 
 
 # ----------------------------------------------------------------------------
@@ -502,6 +536,8 @@ def analyze(path):
         report["video"], report["segments"], report["jumps"] = video, segs, jumps
     if streams["audio"]:
         report["audio"] = _audio(path, streams, aframes)
+    if report["video"] and report["audio"]:
+        _split_at_resumes(report["audio"], report["jumps"], report["video"]["frame_ms"] / 1000)
     if report["video"]:
         report["sync"] = _sync(report["video"], report["audio"], report["jumps"])
         del report["video"]["_fps"], report["video"]["_tb"]

@@ -72,6 +72,8 @@ public struct BeepInfo: Sendable {
     public var beep: Beep
     public var onset: Double           // output seconds
     public var end: Double
+    /// One of two beeps found joined across a resume (`splitAtResumes`).
+    public var splitAtResume = false
     public var truncated: Bool { beep.durationMs < 97.0 }
 }
 
@@ -176,10 +178,53 @@ public func analyze(path: String) throws(VerifyError) -> Report {
             beeps: a.beeps.map { BeepInfo(beep: $0, onset: start.double + $0.onsetSample / rate,
                                           end: start.double + $0.endSample / rate) })
     }
+    if let v = report.video, let a = report.audio {
+        report.audio!.beeps = splitAtResumes(a.beeps, resumes: report.jumps.compactMap { $0.outTime?.double },
+                                             start: a.start.double, rate: Double(a.sampleRate),
+                                             frameS: v.frameMs / 1000)
+    }
     if let v = report.video {
         report.sync = sync(v, report.audio, report.jumps)
     }
     return report
+}
+
+/// One tone across a resume is two beeps. A pause that began during a beep and a resume whose
+/// first frame is a flash join that beep's head to the next whole beep with no dip between
+/// (beeps start on whole milliseconds, so even the phase runs on), and the detector sees one
+/// long tone. Split it where the second beep begins: its end minus the contract's 100 ms when
+/// that lies within a frame of the resume (a whole beep, its onset still measured on the audio,
+/// so an A/V offset shows), else the resume itself (a beep cut by the resume, which `sync` files
+/// as such). The oracle's `_split_at_resumes`.
+func splitAtResumes(_ beeps: [BeepInfo], resumes: [Double], start: Double, rate: Double,
+                    frameS: Double) -> [BeepInfo] {
+    let beepS = 0.1, margin = 0.003
+    let resumes = resumes.sorted()
+    var out: [BeepInfo] = []
+    for b in beeps {
+        var cur = b
+        while cur.end - cur.onset > beepS + margin,
+              let r = resumes.first(where: { cur.onset + margin < $0 && $0 < cur.end - margin }) {
+            let e = cur.end - beepS
+            let cut = abs(e - r) <= frameS + 0.002 ? e : r
+            let cutSample = (cut - start) * rate
+            var head = cur
+            head.end = cut
+            head.beep.endSample = cutSample
+            head.beep.durationMs = (cut - cur.onset) * 1000
+            head.splitAtResume = true
+            out.append(head)
+            cur.onset = cut
+            cur.beep.onsetSample = cutSample
+            cur.beep.onsetEnvSample = cutSample
+            cur.beep.onsetPhaseSample = nil
+            cur.beep.phaseOk = false
+            cur.beep.durationMs = (cur.end - cut) * 1000
+            cur.splitAtResume = true
+        }
+        out.append(cur)
+    }
+    return out
 }
 
 /// Frame rate: the stream's r_frame_rate when it agrees with the commonest pts step.

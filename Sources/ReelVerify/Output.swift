@@ -250,6 +250,7 @@ extension Report {
                     ("duration_ms", .double(pyRound(b.beep.durationMs, 3))),
                     ("amplitude", .double(pyRound(b.beep.amplitude, 4))),
                     ("onset", .double(b.onset)), ("end", .double(b.end)), ("truncated", .bool(b.truncated)),
+                    ("split_at_resume", .bool(b.splitAtResume)),
                 ]) })),
             ])
         }

@@ -40,6 +40,8 @@ enum Synth {
         // 10 s without pauses from a sound card 300 ppm fast, counted at the nominal rate:
         // beep k lands 0.3 ms per second late, the drift a recorder without drift lock shows
         "audio_skew_300ppm": Variant(spans: [0..<150], skewPpm: 300),
+        // beep 2 cut to 66.7 ms by the pause, beep 3 whole from the resume: one tone, no dip
+        "beeps_joined_at_resume": Variant(spans: [0..<31, 45..<98]),
     ]
 
     static func frameMs(_ n: Int) -> UInt32 { UInt32(truncatingIfNeeded: n * 1000 / fps) }

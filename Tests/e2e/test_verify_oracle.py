@@ -134,6 +134,36 @@ def test_catches_audio_gap_at_resume(recording):
     assert late and all(abs(o - 50) < 1 for o in late), late
 
 
+@pytest.mark.parametrize("fps,spans,shift_ms", [
+    # CI's VM run: at 10 fps the pause began right after flash 2's frame (beep 2 whole), the
+    # resume's first frame was flash 3: one 200 ms tone from 2.0 s
+    (10, [(0, 21), (30, 80)], 0),
+    (10, [(0, 21), (30, 80)], 30),
+    # 15 fps: beep 2 cut to 66.7 ms by the pause, then beep 3 whole from the resume
+    (15, [(0, 31), (45, 98)], 0),
+])
+def test_beeps_joined_across_a_resume_are_split(tmp_path, fps, spans, shift_ms):
+    """A beep running into the pause and the next beep starting the resume make one tone with
+    no dip; the oracle must still pair each flash with its own beep, measured on the audio
+    (the 30 ms late variant shows 30 ms there too, not 0)."""
+    path = synth.build(str(tmp_path), "joined", spans, fps=fps, rate=RATE, audio_shift_ms=shift_ms)
+    rep = rv.analyze(path)
+    print(rv.format_report(rep))
+    sy = rep["sync"]
+    resume = rep["jumps"][0]["out_time"]
+    assert [p["source_ms"] for p in sy["pairs"]] == [1000, 2000, 3000, 4000, 5000, 6000, 7000][:len(sy["pairs"])]
+    assert len(sy["pairs"]) >= 5 and sy["unpaired_flashes"] == [] and sy["unpaired_beeps"] == []
+    at_resume = next(p for p in sy["pairs"] if p["source_ms"] == 3000)
+    assert abs(at_resume["t"] - resume) < 1e-6
+    assert all(abs(p["offset_ms"] - shift_ms) < 1 for p in sy["pairs"]), sy["pairs"]
+    split = [b for b in rep["audio"]["beeps"] if b.get("split_at_resume")]
+    assert len(split) == 2 and abs(split[1]["onset"] - resume - shift_ms / 1000) < 0.001, split
+    if shift_ms == 0:
+        assert rv.defects(rep) == []
+    else:
+        assert any("flash/beep pairs off by more than" in x for x in rv.defects(rep, sync_tolerance_ms=20))
+
+
 def test_cli_exit_status_and_json(recording, tmp_path_factory):
     recording("good")
     recording("pts_gap_at_resume")

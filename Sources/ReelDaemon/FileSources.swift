@@ -3,19 +3,25 @@ import ReelMedia
 
 /// `--video y4m:PATH`: frames from a YUV4MPEG2 file (4:2:0 or 4:2:2), frame n stamped T0 + n/fps,
 /// paced in real time or delivered as fast as the pipeline takes them. The end of the file ends
-/// the recording (`.ended`).
+/// the recording (`.ended`). Frames reach the pipeline in I420 (`delivers`): a 4:2:2 file is
+/// converted on this thread as it is read, so the conversion overlaps the encoder instead of
+/// running before it on the pipeline thread.
 public final class FileVideoSource: CaptureThread, CaptureSource, @unchecked Sendable {
     public let format: VideoFormat
     public let paced: Bool
-    // The reader is used only by the capture thread once started (and by init before that).
+    /// The pixel format of the frames in the pool: always I420.
+    public let delivers = PixelFormat.i420
+    // The reader and converter are used only by the capture thread once started (and by init before that).
     private let reader: MediaFileReader
+    private let converter: PixelConverter?   // nil: the file is I420 already, read straight into the slot
 
     public init(path: String, paced: Bool, poolSlots: Int = 8) throws {
         reader = try MediaFileReader(path: path, video: true)
         guard case let .video(f) = reader.content else { throw RecorderFailure("\(path) holds no video") }
         format = f
         self.paced = paced
-        super.init(pool: FramePool(slots: poolSlots, slotBytes: f.pixelFormat.frameBytes(width: f.width, height: f.height)),
+        converter = f.pixelFormat == .i420 ? nil : try PixelConverter(width: f.width, height: f.height, from: f.pixelFormat)
+        super.init(pool: FramePool(slots: poolSlots, slotBytes: PixelFormat.i420.frameBytes(width: f.width, height: f.height)),
                    name: "reel-video-file")
     }
     public var description: String {
@@ -32,7 +38,12 @@ public final class FileVideoSource: CaptureThread, CaptureSource, @unchecked Sen
                          produce: { slot in
                              let t = t0 + format.frameTime(n)
                              do {
-                                 guard try reader.readVideoFrame(into: pool.buffer(slot)) else {
+                                 let read = try converter.map { c in
+                                     try reader.readVideoFrame(expecting: format.pixelFormat.frameBytes(width: format.width, height: format.height)) {
+                                         try c.convert($0, into: pool.buffer(slot))
+                                     }
+                                 } ?? reader.readVideoFrame(into: pool.buffer(slot))
+                                 guard read else {
                                      return .finish(.ended("end of \(reader.path) after \(n) frames", at: t, isVideo: true))
                                  }
                              } catch { return .finish(.sourceFailed("\(error)")) }

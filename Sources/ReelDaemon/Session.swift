@@ -196,7 +196,9 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         videoSource = vs
         audioSource = aso
         if let f = config.videoFormat {
-            converter = try PixelConverter(width: f.width, height: f.height, from: f.pixelFormat)
+            // A file source hands over I420 (it converts as it reads); the converter then only views the slot.
+            converter = try PixelConverter(width: f.width, height: f.height,
+                                           from: (vs as? FileVideoSource)?.delivers ?? f.pixelFormat)
             h264 = try H264Encoder(width: f.width, height: f.height, fps: f.fps, settings: config.h264)
         } else { converter = nil; h264 = nil }
         if let f = config.audioFormat {

@@ -63,6 +63,21 @@ public final class MediaFileReader {
         return true
     }
 
+    /// Hands the next frame's bytes (exactly one frame, valid only inside `body`) to `body`; false
+    /// at the end of the file. For a reader that converts while it reads, with no copy between.
+    public func readVideoFrame(expecting bytes: Int, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+        guard case .video = content else { throw MediaError("\(path) is not a video file") }
+        guard try nextPacket() else { return false }
+        defer { av_packet_unref(packet.p) }
+        let p = packet.p.pointee
+        guard Int(p.size) == bytes else {
+            throw MediaError("\(path): a frame of \(p.size) bytes where \(bytes) were expected (truncated file?)")
+        }
+        // Safe: the packet holds p.size bytes until av_packet_unref, after body returns.
+        try body(UnsafeRawBufferPointer(start: p.data, count: Int(p.size)))
+        return true
+    }
+
     /// Skips one frame (a paced source that had no free slot): false at the end of the file.
     public func skipVideoFrame() throws -> Bool {
         guard case .video = content else { throw MediaError("\(path) is not a video file") }

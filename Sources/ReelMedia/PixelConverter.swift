@@ -18,15 +18,32 @@ public final class PixelConverter {
 
     deinit { buffer.deallocate() }
 
-    /// Converts `src` (exactly `format.frameBytes(width:height:)` bytes). The result is valid until the next call.
+    /// Converts `src` (exactly `format.frameBytes(width:height:)` bytes). The result is valid until
+    /// the next call. I420 input is not copied: the result views `src` itself (valid while `src` is).
     public func convert(_ src: UnsafeRawBufferPointer) throws -> I420Frame {
-        let need = format.frameBytes(width: width, height: height)
-        guard src.count == need, let s = src.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
-            throw MediaError("cannot convert \(format) frame: got \(src.count) bytes, a \(width)x\(height) \(format) frame is \(need) bytes (check the source format and size)")
+        if format == .i420 {
+            try check(src)
+            // Safe: src holds exactly w*h*3/2 bytes (checked), the Y, U and V planes in that order.
+            let s = src.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            return I420Frame(y: s, u: s + width * height, v: s + width * height + (width / 2) * (height / 2),
+                             strideY: width, strideU: width / 2, strideV: width / 2, width: width, height: height)
         }
-        // Safe: the buffer holds w*h (Y) + 2 * (w/2)*(h/2) (U, V) bytes, exactly what these pointers address.
+        try convert(src, into: UnsafeMutableRawBufferPointer(start: buffer, count: width * height * 3 / 2))
+        return I420Frame(y: buffer, u: buffer + width * height, v: buffer + width * height + (width / 2) * (height / 2),
+                         strideY: width, strideU: width / 2, strideV: width / 2, width: width, height: height)
+    }
+
+    /// Converts `src` into `dst`, a tightly packed I420 frame (exactly w*h*3/2 bytes): for a source
+    /// thread that hands the pipeline frames already in I420.
+    public func convert(_ src: UnsafeRawBufferPointer, into dst: UnsafeMutableRawBufferPointer) throws {
+        try check(src)
+        guard dst.count == width * height * 3 / 2, let d = dst.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
+            throw MediaError("cannot convert \(format) frame: the I420 buffer has \(dst.count) bytes, a \(width)x\(height) I420 frame is \(width * height * 3 / 2)")
+        }
+        let s = src.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        // Safe: dst holds w*h (Y) + 2 * (w/2)*(h/2) (U, V) bytes, exactly what these pointers address.
         let (w, h, cw) = (Int32(width), Int32(height), Int32(width / 2))
-        let y = buffer, u = buffer + width * height, v = u + (width / 2) * (height / 2)
+        let y = d, u = d + width * height, v = u + (width / 2) * (height / 2)
         let rc: Int32
         switch format {
         case .yuyv: rc = YUY2ToI420(s, w * 2, y, w, u, cw, v, cw, w, h)
@@ -43,6 +60,12 @@ public final class PixelConverter {
             rc = I422ToI420(s, w, su, cw, sv, cw, y, w, u, cw, v, cw, w, h)
         }
         guard rc == 0 else { throw MediaError("libyuv failed to convert a \(width)x\(height) \(format) frame (code \(rc))") }
-        return I420Frame(y: y, u: u, v: v, strideY: width, strideU: width / 2, strideV: width / 2, width: width, height: height)
+    }
+
+    private func check(_ src: UnsafeRawBufferPointer) throws {
+        let need = format.frameBytes(width: width, height: height)
+        guard src.count == need, src.baseAddress != nil else {
+            throw MediaError("cannot convert \(format) frame: got \(src.count) bytes, a \(width)x\(height) \(format) frame is \(need) bytes (check the source format and size)")
+        }
     }
 }

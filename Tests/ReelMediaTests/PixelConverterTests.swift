@@ -5,11 +5,39 @@ import ReelCore
 final class PixelConverterTests: XCTestCase {
     /// Converts `src` and returns the Y, U, V planes as arrays.
     func planes(_ c: PixelConverter, _ src: [UInt8]) throws -> ([UInt8], [UInt8], [UInt8]) {
-        let f = try src.withUnsafeBytes { try c.convert($0) }
-        let (w, h) = (c.width, c.height)
-        return (Array(UnsafeBufferPointer(start: f.y, count: w * h)),
-                Array(UnsafeBufferPointer(start: f.u, count: w * h / 4)),
-                Array(UnsafeBufferPointer(start: f.v, count: w * h / 4)))
+        // read inside the closure: an I420 source is viewed, not copied
+        try src.withUnsafeBytes { raw in
+            let f = try c.convert(raw)
+            let (w, h) = (c.width, c.height)
+            return (Array(UnsafeBufferPointer(start: f.y, count: w * h)),
+                    Array(UnsafeBufferPointer(start: f.u, count: w * h / 4)),
+                    Array(UnsafeBufferPointer(start: f.v, count: w * h / 4)))
+        }
+    }
+
+    func testI420IsViewedNotCopied() throws {
+        let c = try PixelConverter(width: 4, height: 2, from: .i420)
+        let src = luma + [1, 2, 3, 4]
+        try src.withUnsafeBytes { raw in
+            let f = try c.convert(raw)
+            XCTAssertEqual(UnsafeRawPointer(f.y), raw.baseAddress)
+            XCTAssertEqual(UnsafeRawPointer(f.u), raw.baseAddress! + 8)
+            XCTAssertEqual(UnsafeRawPointer(f.v), raw.baseAddress! + 10)
+        }
+    }
+
+    /// Into a caller's buffer, as a source thread converts into its pool slot: 4:2:2 planar
+    /// (the Y4M files) averages each chroma pair of rows.
+    func testI422IntoACallersBuffer() throws {
+        let c = try PixelConverter(width: 4, height: 2, from: .i422)
+        let src = luma + row0U + row1U + row0V + row1V
+        var dst = [UInt8](repeating: 0, count: 12)
+        try src.withUnsafeBytes { s in try dst.withUnsafeMutableBytes { try c.convert(s, into: $0) } }
+        XCTAssertEqual(dst, luma + expectedU + expectedV)
+        var small = [UInt8](repeating: 0, count: 11)
+        XCTAssertThrowsError(try src.withUnsafeBytes { s in try small.withUnsafeMutableBytes { try c.convert(s, into: $0) } }) {
+            XCTAssertTrue(($0 as? MediaError)?.message.contains("the I420 buffer has 11 bytes") == true, "\($0)")
+        }
     }
 
     // A 4x2 image: luma 10...80; chroma differs between the two rows, so the converter must

@@ -110,16 +110,22 @@ def build(workdir, name, spans, *, width=320, height=180, fps=15, rate=48000, ch
     return out
 
 
-def write_source_files(workdir, seconds, *, width=320, height=180, fps=15, rate=48000, channels=1):
-    """The synthetic sources as files reeld can read: `src.y4m` (yuv420p, frames 0..) and
-    `src.wav` (S16 PCM, samples 0..), each `seconds` long. Returns their paths."""
+def write_source_files(workdir, seconds, *, width=320, height=180, fps=15, rate=48000, channels=1,
+                       chroma="420"):
+    """The synthetic sources as files reeld can read: `src.y4m` (yuv420p, or yuv422p with
+    chroma="422": the same picture, neutral chroma at full height; frames 0..) and `src.wav`
+    (S16 PCM, samples 0..), each `seconds` long. Returns their paths."""
     fps = Fraction(fps)
     y4m = os.path.join(workdir, "src.y4m")
+    tag = {"420": "C420jpeg", "422": "C422"}[chroma]
     with open(y4m, "wb") as f:
-        f.write(f"YUV4MPEG2 W{width} H{height} F{fps.numerator}:{fps.denominator} Ip A1:1 C420jpeg\n".encode())
+        f.write(f"YUV4MPEG2 W{width} H{height} F{fps.numerator}:{fps.denominator} Ip A1:1 {tag}\n".encode())
         for n in range(int(seconds * fps)):
             f.write(b"FRAME\n")
-            f.write(video_frame_yuv420p(n, width, height, fps))
+            frame = video_frame_yuv420p(n, width, height, fps)
+            if chroma == "422":
+                frame = frame[:width * height] + bytes([NEUTRAL]) * (width * height)
+            f.write(frame)
     import wave
     wav = os.path.join(workdir, "src.wav")
     with wave.open(wav, "wb") as w:

@@ -5,6 +5,8 @@ and sample arrives once, in sync, and the recording ends where the shorter strea
 import json
 import os
 
+import pytest
+
 import reel_verify as rv
 import synth
 
@@ -26,8 +28,10 @@ def record_files(reeld, tmp_path, name, seconds, wav_seconds=None, **fmt):
     return final
 
 
-def test_y4m_and_wav_are_recorded_whole_and_in_sync(reeld, tmp_path):
-    final = record_files(reeld, tmp_path, "files", 4, width=320, height=180, fps=15, rate=48000)
+@pytest.mark.parametrize("chroma", ["420", "422"])
+def test_y4m_and_wav_are_recorded_whole_and_in_sync(reeld, tmp_path, chroma):
+    """4:2:0 goes to the encoder as read; 4:2:2 is converted on the reader's thread."""
+    final = record_files(reeld, tmp_path, "files", 4, width=320, height=180, fps=15, rate=48000, chroma=chroma)
     rep = rv.analyze(final)
     problems = rv.defects(rep)
     assert not problems, problems

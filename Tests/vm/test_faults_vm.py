@@ -308,10 +308,18 @@ def write_steps(path, seconds):
     make_signal(path, seconds)
 
 
-def step_edges(ts, ks):
-    """[(k, t)]: output time t where the pitch steps from signal second k-1 to k."""
-    return [(int(ks[i]), (ts[i - 1] + ts[i]) / 2) for i in range(1, len(ts))
-            if ks[i - 1] >= 0 and ks[i] == ks[i - 1] + 1]
+def step_edges(ts, ks, min_run=10):
+    """[(k, t)]: output time t where the pitch steps from signal second k-1 to k. Both sides must
+    hold their pitch for min_run windows (50 ms): a lone window at the recording's first sample
+    (priming, half silence) reads as some other pitch, and once gave a step 0 -> 1 150 ms before
+    the real 1 -> 2, which threw the fit off by 1300 ppm."""
+    runs, s = [], 0                      # (k, first index, length)
+    for i in range(1, len(ks) + 1):
+        if i == len(ks) or ks[i] != ks[s]:
+            runs.append((int(ks[s]), s, i - s))
+            s = i
+    return [(k1, (ts[i1 - 1] + ts[i1]) / 2) for (k0, _, n0), (k1, i1, n1) in zip(runs, runs[1:])
+            if k0 >= 0 and k1 == k0 + 1 and n0 >= min_run and n1 >= min_run]
 
 
 def card_ppm(path):

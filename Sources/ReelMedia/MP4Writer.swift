@@ -13,7 +13,12 @@ import ReelCore
 ///   A track whose first packet starts later gets an empty edit (movie timescale 90 kHz, so exact for video).
 /// - `frag_custom`: this writer cuts a fragment each `fragmentMicros` of media (before the first packet,
 ///   of any track, past each boundary, once every track has data) and `avio_flush`es it to the file.
-/// - `finish()` writes the last fragment and the mfra index only; nothing is rewritten or moved.
+/// - `finish()` writes the last fragment only; nothing is rewritten or moved. `skip_trailer`: no
+///   `mfra` random-access index at the end, because libavformat keeps 40 bytes per fragment and
+///   track in memory for it (1.1 MiB over two hours of 0.5 s fragments, growth a long recording
+///   cannot afford), and because a file recovered after a crash has none either: every file Reel
+///   leaves has the same shape, ftyp, moov, then moof/mdat pairs. Players find the fragments by
+///   walking the top-level boxes, as they must for any fragmented file cut short.
 ///   A writer released without `finish()` just closes the file: complete fragments play, the open one is lost.
 /// - A write to the file that fails (ENOSPC, EDQUOT, EIO: the AVIOContext's `error`, checked after every
 ///   muxer call and flush, since avio buffers) is final: it is kept in `writeFailure` (with its errno),
@@ -24,7 +29,7 @@ import ReelCore
 /// shows the audio stream starting at -1024/rate (the priming packet) instead of skipping it; the
 /// samples still land on the right times (input sample 0 at 0), which the tests check by decoding.
 public final class MP4Writer {
-    public static let movflags = "empty_moov+delay_moov+frag_custom+default_base_moof"
+    public static let movflags = "empty_moov+delay_moov+frag_custom+default_base_moof+skip_trailer"
     /// Media time between fragment cuts, in microseconds: at most this much (plus the encoders' delay)
     /// is lost if the process dies.
     public let fragmentMicros: Int64
@@ -147,12 +152,15 @@ public final class MP4Writer {
         try write(p, audio)
     }
 
-    /// Writes the last fragment and the index, and closes the file. Does not rename it.
+    /// Writes the last fragment and closes the file. Does not rename it.
     public func finish() throws {
         if let writeFailure { throw writeFailure }
         guard !finished else { return }
         let ctx = out.p
         guard ctx.pointee.pb != nil else { throw MediaError("MP4Writer.finish on '\(path)': the file was already abandoned") }
+        // The last fragment explicitly (a NULL packet flushes with frag_custom), then the trailer,
+        // which with skip_trailer writes nothing more.
+        try checkWrite(av_write_frame(ctx, nil), "cannot write the last fragment of '\(path)'")
         try checkWrite(av_write_trailer(ctx), "cannot finish MP4 file '\(path)'")
         finished = true
         finalBytes = avio_tell(ctx.pointee.pb)

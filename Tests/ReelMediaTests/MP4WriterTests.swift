@@ -110,6 +110,21 @@ final class MP4WriterTests: XCTestCase {
         XCTAssertEqual(after.prefix(before.count), before, "finish() appended only; nothing before it was rewritten")
     }
 
+    /// A finished file has the shape of a recovered one: ftyp, moov, then moof/mdat pairs to the
+    /// end, no mfra (libavformat would keep its index in memory for the whole recording).
+    func testFinishedFileIsFragmentsOnly() throws {
+        let path = tempPath("shape.mp4")
+        _ = try writeTestFile(path: path, fps: Rational(30), rate: 48000, channels: 1, seconds: 3)
+        let types = try topLevelBoxTypes(path)
+        XCTAssertEqual(Array(types.prefix(2)), ["ftyp", "moov"], "\(types)")
+        let rest = Array(types.dropFirst(2))
+        XCTAssertGreaterThanOrEqual(rest.count, 2 * 3, "a fragment per second of media: \(types)")
+        XCTAssertEqual(rest.count % 2, 0, "\(types)")
+        for (i, t) in rest.enumerated() { XCTAssertEqual(t, i % 2 == 0 ? "moof" : "mdat", "box \(i + 2) of \(types)") }
+        let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
+        XCTAssertGreaterThan(size, 0)
+    }
+
     /// Video whose first frame arrives one frame after audio sample 0 keeps that gap (an empty edit).
     func testLateVideoStartIsKept() throws {
         let path = tempPath("late-video.mp4")

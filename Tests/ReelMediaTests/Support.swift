@@ -128,3 +128,16 @@ func editListMediaTimes(_ file: String) throws -> [String: [Int64]] {
     }
     return result
 }
+
+/// The types of an MP4's top-level boxes, in order.
+func topLevelBoxTypes(_ file: String) throws -> [String] {
+    let d = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
+    var types: [String] = [], o = 0
+    while o + 8 <= d.count {
+        let size = Int(d[o]) << 24 | Int(d[o + 1]) << 16 | Int(d[o + 2]) << 8 | Int(d[o + 3])
+        guard size >= 8 else { break }
+        types.append(String(decoding: d[o + 4..<o + 8], as: UTF8.self))
+        o += size
+    }
+    return types
+}

@@ -11,6 +11,8 @@ Passes when, measured on the result:
   - reeld's RSS at the end is at most 2 MiB above its RSS after the first minute.
 Prints the figures (docs/RELIABILITY.md keeps them) and exits non-zero on a failure.
 
+`make soak` runs it at nice -10, as reeld.service runs reeld (Nice=-10); the niceness is printed.
+
 Environment: REEL_BIN_DIR (default .build/release), SOAK_SECONDS, SOAK_PAUSE_EVERY,
 SOAK_PAUSE_FOR, SOAK_KEEP=1 keeps the recording and reeld's log.
 """
@@ -50,8 +52,8 @@ def main():
     try:
         t0 = time.monotonic()
         r.ctl("start", "--name", "soak")
-        print(f"soak: {SECONDS} s paced 640x360 30 fps, pause {PAUSE} s every {EVERY} s; reeld pid {r.proc.pid}",
-              flush=True)
+        print(f"soak: {SECONDS} s paced 640x360 30 fps, pause {PAUSE} s every {EVERY} s; reeld pid {r.proc.pid}, "
+              f"nice {os.getpriority(os.PRIO_PROCESS, r.proc.pid)}", flush=True)
         pauses = 0
         next_pause = EVERY
         while True:

@@ -51,16 +51,7 @@ public final class MediaFileReader {
 
     /// Reads the next frame into `dst` (exactly one frame's bytes); false at the end of the file.
     public func readVideoFrame(into dst: UnsafeMutableRawBufferPointer) throws -> Bool {
-        guard case .video = content else { throw MediaError("\(path) is not a video file") }
-        guard try nextPacket() else { return false }
-        let p = packet.p.pointee
-        guard Int(p.size) == dst.count else {
-            throw MediaError("\(path): a frame of \(p.size) bytes where \(dst.count) were expected (truncated file?)")
-        }
-        // Safe: the packet holds p.size bytes and dst has exactly as many.
-        dst.baseAddress!.copyMemory(from: p.data, byteCount: Int(p.size))
-        av_packet_unref(packet.p)
-        return true
+        try readVideoFrame(expecting: dst.count) { dst.copyMemory(from: $0) }
     }
 
     /// Hands the next frame's bytes (exactly one frame, valid only inside `body`) to `body`; false

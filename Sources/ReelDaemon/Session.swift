@@ -145,7 +145,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private var drift: DriftLock?
     private let silence: [Int16]
     private var lastVideoPts: Int64 = Int64.min
-    private var lastVideoSlot: Int64 = Int64.min
+    private var slots: FrameSlots
     private var lastKeptOutput: Nanos?
     private var ptsFixes = 0
     private var dropsReported: Int64 = 0
@@ -195,6 +195,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         }
         videoSource = vs
         audioSource = aso
+        slots = FrameSlots(fps: config.videoFormat?.fps ?? Rational(30))
         if let f = config.videoFormat {
             // A file source hands over I420 (it converts as it reads); the converter then only views the slot.
             converter = try PixelConverter(width: f.width, height: f.height,
@@ -366,16 +367,14 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         case let .media(.video(slot, time)):
             defer { videoSource!.pool.release(slot) }
             guard case let .keep(out) = timeline.video(at: time), let h264, let converter else { return }
-            let frame = try converter.convert(UnsafeRawBufferPointer(videoSource!.pool.buffer(slot)))
             // The output frame slot nearest the capture time: a camera's timestamps jitter
             // (vivid under emulation by ±10 ms), so they are snapped to the frame grid; a frame
-            // that lands on a taken slot takes the next one. Dropped frames leave empty slots,
-            // so timing still follows capture time. Synthetic frames are on the grid already.
+            // whose slot is taken is dropped (FrameSlots says why). Dropped frames leave empty
+            // slots, so timing follows capture time. Synthetic frames are on the grid already.
+            guard let outSlot = slots.place(out) else { return }
+            let frame = try converter.convert(UnsafeRawBufferPointer(videoSource!.pool.buffer(slot)))
             let f = config.videoFormat!
-            var slot = rescale(out, f.fps.num, nanosPerSecond * f.fps.den)
-            if slot <= lastVideoSlot { slot = lastVideoSlot + 1 }
-            lastVideoSlot = slot
-            var pts = rescale(slot, h264.timeBase.den * f.fps.den, f.fps.num * h264.timeBase.num)
+            var pts = rescale(outSlot, h264.timeBase.den * f.fps.den, f.fps.num * h264.timeBase.num)
             if pts <= lastVideoPts { pts = lastVideoPts + 1; ptsFixes += 1 }
             lastVideoPts = pts
             lastKeptOutput = out
@@ -522,7 +521,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         s.frames = framesWritten
         s.audioSamples = timeline.audioOutput
         s.audioFilledSamples = audioFilled
-        s.droppedFrames = (videoSource?.dropped ?? 0) + Int64(timeline.videoNonMonotonic)
+        s.droppedFrames = (videoSource?.dropped ?? 0) + Int64(timeline.videoNonMonotonic) + Int64(slots.collisions)
         s.timestampFixes = ptsFixes + timeline.videoOutputFixes
         s.sourceError = sourceFailure
         s.storageError = storageFailure

@@ -167,8 +167,9 @@ def test_power_cut_keeps_synced_fragments(vm_ready, reel_bin_dir, signal_wav):
 # Errored buffers
 
 # capture-buferror records at 10 fps: under emulation vivid stamps frames up to ~60 ms late, and
-# reeld puts each frame in the nearest free slot of the grid, so at 30 fps an empty slot can move
-# a slot or two; at 10 fps it stays put, and fewer frames drop for other reasons.
+# reeld puts each frame in the nearest slot of the grid (a frame whose slot is taken is dropped),
+# so at 30 fps an empty slot can move a slot or two; at 10 fps it stays put, and fewer frames drop
+# for other reasons.
 ERR_FPS = 10
 ERR_FRAME = 1.0 / ERR_FPS
 

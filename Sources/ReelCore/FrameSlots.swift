@@ -1,0 +1,24 @@
+/// Places video frames on the output frame grid by capture time. Each frame takes the slot
+/// nearest its output time; a frame whose nearest slot is already taken is dropped (and counted)
+/// rather than pushed to the next slot. Pushing would make every later frame late by a slot, for
+/// good: a camera whose clock runs fast against CLOCK_MONOTONIC (vivid under emulation measured
+/// +440 ppm) would then be counted, not timed, and drift from the audio without bound; dropping
+/// keeps every frame within half a frame of its capture time, at the cost of one frame per slot
+/// the camera gains (one in ~2300 at +440 ppm), as GStreamer's `videorate` drops. A camera slow
+/// against the clock, or a frame lost, leaves a slot empty: the previous frame lasts two.
+public struct FrameSlots: Sendable {
+    public let fps: Rational
+    public private(set) var lastSlot: Int64? = nil
+    /// Frames dropped because their slot was taken.
+    public private(set) var collisions = 0
+
+    public init(fps: Rational) { self.fps = fps }
+
+    /// The slot for a frame at output time `out` (ns), or nil: drop it, its slot is taken.
+    public mutating func place(_ out: Nanos) -> Int64? {
+        let slot = rescale(out, fps.num, nanosPerSecond * fps.den)
+        if let lastSlot, slot <= lastSlot { collisions += 1; return nil }
+        lastSlot = slot
+        return slot
+    }
+}

@@ -75,9 +75,10 @@ def test_gstreamer_reads_a_recording_recovered_after_a_crash(reeld, tmp_path):
     r = reeld("crashed", size=f"{W}x{H}", fps=str(FPS), **{"output-dir": out})
     mark = len(r.notifications)
     r.ctl("start", "--name", "crashed")
-    # about 4 s in (reeld's once-a-second STATUS= says so), kill it: no stop, no trailer
-    # (a line per supervisor tick, so a second may be skipped: any from 4 to 9 will do)
-    assert r.wait_notify_after(mark, lambda l: re.fullmatch(r"STATUS=recording 00:00:0[4-9], 1 segment", l), 30), \
+    # about 6 s in (reeld's once-a-second STATUS= says so), kill it: no stop, no trailer. The
+    # video keeps at least 3 s: the open fragment and x264's delay (~1 s at 15 fps) are lost.
+    # (a line per supervisor tick, so a second may be skipped: any from 6 to 9 will do)
+    assert r.wait_notify_after(mark, lambda l: re.fullmatch(r"STATUS=recording 00:00:0[6-9], 1 segment", l), 30), \
         r.log_tail()
     r.proc.kill()
     r.proc.wait()

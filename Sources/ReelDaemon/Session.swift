@@ -145,7 +145,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
     private var drift: DriftLock?
     private let silence: [Int16]
     private var lastVideoPts: Int64 = Int64.min
-    private var slots: FrameSlots
+    private var slots: FrameSlots?           // nil without video
     private var lastKeptOutput: Nanos?
     private var ptsFixes = 0
     private var dropsReported: Int64 = 0
@@ -195,13 +195,13 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         }
         videoSource = vs
         audioSource = aso
-        slots = FrameSlots(fps: config.videoFormat?.fps ?? Rational(30))
         if let f = config.videoFormat {
+            slots = FrameSlots(fps: f.fps)
             // A file source hands over I420 (it converts as it reads); the converter then only views the slot.
             converter = try PixelConverter(width: f.width, height: f.height,
                                            from: (vs as? FileVideoSource)?.delivers ?? f.pixelFormat)
             h264 = try H264Encoder(width: f.width, height: f.height, fps: f.fps, settings: config.h264)
-        } else { converter = nil; h264 = nil }
+        } else { slots = nil; converter = nil; h264 = nil }
         if let f = config.audioFormat {
             aac = try AACEncoder(format: f, settings: config.aac)
             fifo = AudioFifo(channels: f.channels, capacityFrames: f.sampleRate * 10)
@@ -371,7 +371,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
             // (vivid under emulation by ±10 ms), so they are snapped to the frame grid; a frame
             // whose slot is taken is dropped (FrameSlots says why). Dropped frames leave empty
             // slots, so timing follows capture time. Synthetic frames are on the grid already.
-            guard let outSlot = slots.place(out) else { return }
+            guard let outSlot = slots?.place(out) else { return }
             let frame = try converter.convert(UnsafeRawBufferPointer(videoSource!.pool.buffer(slot)))
             let f = config.videoFormat!
             var pts = rescale(outSlot, h264.timeBase.den * f.fps.den, f.fps.num * h264.timeBase.num)
@@ -521,7 +521,7 @@ final class RecordingSession: MediaSink, @unchecked Sendable {
         s.frames = framesWritten
         s.audioSamples = timeline.audioOutput
         s.audioFilledSamples = audioFilled
-        s.droppedFrames = (videoSource?.dropped ?? 0) + Int64(timeline.videoNonMonotonic) + Int64(slots.collisions)
+        s.droppedFrames = (videoSource?.dropped ?? 0) + Int64(timeline.videoNonMonotonic) + Int64(slots?.collisions ?? 0)
         s.timestampFixes = ptsFixes + timeline.videoOutputFixes
         s.sourceError = sourceFailure
         s.storageError = storageFailure

@@ -24,13 +24,16 @@ public final class PixelConverter {
         if format == .i420 {
             try check(src)
             // Safe: src holds exactly w*h*3/2 bytes (checked), the Y, U and V planes in that order.
-            let s = src.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            return I420Frame(y: s, u: s + width * height, v: s + width * height + (width / 2) * (height / 2),
-                             strideY: width, strideU: width / 2, strideV: width / 2, width: width, height: height)
+            return planes(src.baseAddress!.assumingMemoryBound(to: UInt8.self))
         }
         try convert(src, into: UnsafeMutableRawBufferPointer(start: buffer, count: width * height * 3 / 2))
-        return I420Frame(y: buffer, u: buffer + width * height, v: buffer + width * height + (width / 2) * (height / 2),
-                         strideY: width, strideU: width / 2, strideV: width / 2, width: width, height: height)
+        return planes(UnsafePointer(buffer))
+    }
+
+    /// The Y, U and V planes of a tightly packed I420 frame starting at `base`.
+    private func planes(_ base: UnsafePointer<UInt8>) -> I420Frame {
+        I420Frame(y: base, u: base + width * height, v: base + width * height + (width / 2) * (height / 2),
+                  strideY: width, strideU: width / 2, strideV: width / 2, width: width, height: height)
     }
 
     /// Converts `src` into `dst`, a tightly packed I420 frame (exactly w*h*3/2 bytes): for a source

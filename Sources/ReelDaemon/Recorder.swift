@@ -225,7 +225,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
                 emitError("\(e); the recording was finished early into \(p)")
             }
             events.publish(ControlEvent(event: ControlEvent.Kind.finished, file: p, at: SystemClock.now()))
-            logger.notice("recording finished: \(p) (\(snap.segmentDurations.count) segments, \(formatDuration(snap.recordedNs)), \(snap.frames) frames, \(snap.droppedFrames) dropped)")
+            let segs = snap.segmentDurations.count
+            logger.notice("recording finished: \(p) (\(segs) segment\(segs == 1 ? "" : "s"), \(formatDuration(snap.recordedNs)), \(snap.frames) frames, \(snap.droppedFrames) dropped)")
             FinishHook.run(s.config.onFinish, file: p, timeoutNs: s.config.onFinishTimeoutNs, logger: logger)
         case let .failure(e):
             if let e = s.snapshot.storageError {

@@ -1,0 +1,102 @@
+"""reeld under a real systemd: the guest boots the host's own /lib/systemd/systemd as PID 1 on the
+host's root (read-only 9p, tmpfs overlay), installs reeld as README's "Install on a capture box"
+says (make install-files, systemd-sysusers, systemd-tmpfiles, systemctl enable --now) and drives
+it: vivid's webcam and the snd-aloop loopback through udev's groups and the unit's device
+allow-list, a recording with a pause that outlives WatchdogSec, a reload, `systemctl stop` in the
+middle of a recording, socket activation afterwards. scripts/vm/scenarios/systemd-unit.sh sets
+it up; scripts/vm/guest/systemd-inside.sh runs inside and leaves facts, files and the journal in
+/out, which these checks read."""
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from vmbed import run_scenario
+
+
+@pytest.fixture(scope="module")
+def booted(vm_ready, reel_bin_dir):
+    res = run_scenario("systemd-unit", bin_dir=reel_bin_dir, timeout=420, extra=("--host-root",))
+    inside = res.text("inside.log") if res.exists("inside.log") else "(no inside.log)"
+    assert res.rc == 0, f"{res.tail()}\n---- inside.log ----\n{inside[-4000:]}"
+    facts = dict(line.split("=", 1) for line in res.text("facts.txt").splitlines() if "=" in line)
+    journal = [json.loads(line) for line in res.text("journal.json").splitlines() if line.strip()]
+    return res, facts, journal
+
+
+def reeld_entries(journal):
+    return [e for e in journal if e.get("SYSLOG_IDENTIFIER") == "reeld"]
+
+
+def test_runs_as_the_unit_says(booted):
+    _, f, _ = booted
+    # udev gave the nodes their groups; the unit's user is in them (sysusers), niced as configured
+    assert f["video_node"] == "660 root:video" and f["snd_node"] == "660 root:audio", f
+    assert f["user"] == "reel", f
+    assert {"video", "audio"} <= set(f["groups"].split(",")), f
+    assert f["nice"] == "-10", f
+    assert f["socket_mode"] == "660 root:reel" and f["statedir_mode"] == "750 reel:reel", f
+
+
+def test_control_socket_is_closed_to_others(booted):
+    _, f, _ = booted
+    assert "permission denied" in f["nobody_refused"] and "group" in f["nobody_refused"], f
+
+
+def test_notify_watchdog_reload_and_stop(booted):
+    res, f, journal = booted
+    assert f["status_text_recording"].startswith("recording "), f     # STATUS= reached systemd
+    assert f["pid_after_reload"] == f["main_pid"], "systemctl reload must not restart reeld"
+    assert f["two_exists"] == "yes" and f["two_part_left"] == "0", "systemctl stop must finish the recording"
+    assert f["stop_result"] == "success" and f["stop_exit_status"] == "0", f
+    assert f["socket_after_stop"] == "active", f
+    # socket activation started a new reeld after the stop; nothing was restarted by failure
+    assert f["activated_pid"] not in ("", "0", f["main_pid"]), f
+    assert f["n_restarts"] == "0" and f["final_state"] == "active", f
+    show = res.text("show-reeld.txt")
+    assert "WatchdogUSec=10s" in show, "the unit's WatchdogSec did not reach systemd"
+    everything = res.text("journal-all.txt")
+    assert "watchdog timeout" not in everything.lower(), "systemd's watchdog fired: reeld stopped pinging"
+
+
+def test_journal_has_reelds_lines_at_their_priorities(booted):
+    _, _, journal = booted
+    mine = reeld_entries(journal)
+    msgs = [e["MESSAGE"] for e in mine]
+    assert any(m.startswith("recording finished: /var/lib/reel/one.mp4 (2 segments") for m in msgs), msgs[-20:]
+    assert any(m.startswith("recording finished: /var/lib/reel/two.mp4 (1 segment,") for m in msgs), msgs[-20:]
+    assert any("SIGHUP: configuration re-read" in m for m in msgs), msgs[-20:]
+    prio = {e["MESSAGE"].split(":")[0]: int(e["PRIORITY"]) for e in mine}
+    assert prio.get("recording finished") == 5 and prio.get("recording started") == 5, prio
+    # nothing at error or worse; libdispatch's renice is allowed by the unit (no "Failed to set")
+    bad = [(e["PRIORITY"], e["MESSAGE"]) for e in mine if int(e["PRIORITY"]) <= 3 or "Failed to set" in e["MESSAGE"]]
+    assert not bad, bad
+
+
+def decoded_audio(path):
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-vn", "-ac", "1", "-f", "s16le", "-"],
+                         stdout=subprocess.PIPE, check=True).stdout
+    return np.frombuffer(raw, "<i2").astype(float) / 32768
+
+
+@pytest.mark.parametrize("name,at_least", [("one", 12.0), ("two", 3.0)])
+def test_files_play_with_picture_and_sound(booted, name, at_least):
+    res, _, _ = booted
+    path = res.path(f"{name}.mp4")
+    assert os.path.exists(path), os.listdir(res.out)
+    p = subprocess.run(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert p.returncode == 0 and not p.stdout.strip(), p.stdout
+    probe = json.loads(subprocess.run(["ffprobe", "-v", "error", "-show_streams", "-of", "json", path],
+                                      stdout=subprocess.PIPE, check=True).stdout)
+    codecs = {s["codec_name"]: float(s["duration"]) for s in probe["streams"]}
+    assert set(codecs) == {"h264", "aac"}, codecs
+    assert min(codecs.values()) >= at_least, codecs
+    assert abs(codecs["h264"] - codecs["aac"]) < 0.5, codecs
+    # speaker-test's sine on the loopback reached the file: not silence
+    x = decoded_audio(path)
+    mid = x[len(x) // 4: 3 * len(x) // 4]
+    assert np.sqrt(np.mean(mid * mid)) > 0.05, "the recorded audio is (nearly) silent"

@@ -1,0 +1,123 @@
+#!/bin/bash
+# Runs under systemd as PID 1 in the test-bed guest (reel-vm-test.service, set up by
+# scenarios/systemd-unit.sh) on the host's root with a tmpfs overlay. Installs reeld exactly as
+# README's "Install on a capture box" says, then drives it through systemd and reelctl:
+# socket, notify, watchdog, user and sandbox, reload, `systemctl stop` mid-recording, socket
+# activation. Facts go to /out/facts.txt (KEY=VALUE) and the files and journal to /out for
+# Tests/vm/test_systemd_vm.py; a step that fails ends the test with its reason. Ends with
+# /out/exit-status and a forced power-off (qemu -no-reboot then exits).
+set -uo pipefail
+exec > >(tee -a /out/inside.log) 2>&1
+export PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin
+REPO=$VM_HOST_REPO BIN=$VM_HOST_BIN
+
+log() { echo "[inside $(cut -d' ' -f1 /proc/uptime)] $*"; }
+fact() { echo "$1=$2" >> /out/facts.txt; log "fact $1=$2"; }
+collect() {
+    journalctl -u reeld -u reeld.socket -o json --no-pager > /out/journal.json 2>/dev/null
+    journalctl -b -o short-monotonic --no-pager > /out/journal-all.txt 2>/dev/null
+    systemctl show reeld --no-pager > /out/show-reeld.txt 2>/dev/null
+    systemd-analyze security reeld --no-pager > /out/security.txt 2>&1
+    ls -la /var/lib/reel /run/reel /dev/video0 /dev/snd > /out/ls.txt 2>&1
+    cp /var/lib/reel/*.mp4 /out/ 2>/dev/null
+}
+end() {
+    collect
+    log "exit status $1"
+    echo "$1" > /out/exit-status
+    sync
+    systemctl poweroff --force --force
+}
+die() { log "FAILED: $*"; end 1; exit 1; }
+run() { log "\$ $*"; "$@" || die "'$*' exited with status $?"; }
+
+# mainpid: reeld's main PID (0 when not running).
+mainpid() { systemctl show -p MainPID --value reeld; }
+# status_field KEY: one field of `reelctl status --json`.
+status_field() { reelctl status --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+# wait_recorded SECONDS: until the current recording holds SECONDS of media (polls status; 60 s limit).
+wait_recorded() {
+    local want_ns=$(( $1 * 1000000000 )) n=600 got
+    while :; do
+        got=$(status_field recordedNs) || die "reelctl status failed while waiting for $1 s of recording"
+        [ "$got" -ge "$want_ns" ] && return 0
+        n=$((n - 1)); [ $n -gt 0 ] || die "the recording did not reach $1 s within 60 s (at ${got} ns)"
+        sleep 0.1
+    done
+}
+# wait_state UNIT STATE: until `systemctl is-active UNIT` prints STATE (60 s limit).
+wait_state() {
+    local n=600
+    until [ "$(systemctl is-active "$1")" = "$2" ]; do
+        n=$((n - 1)); [ $n -gt 0 ] || die "$1 did not become $2 within 60 s (is $(systemctl is-active "$1"))"
+        sleep 0.1
+    done
+}
+
+log "systemd $(systemctl --version | head -1); repo $REPO; binaries $BIN"
+: > /out/facts.txt
+fact system_state "$(systemctl is-system-running 2>/dev/null)"
+
+# udev has applied its rules to the nodes vivid and snd-aloop made at boot (coldplug).
+run udevadm settle --timeout=60
+fact video_node "$(stat -c '%a %U:%G' /dev/video0)"
+fact snd_node "$(stat -c '%a %U:%G' /dev/snd/pcmC0D1c)"
+
+# 1. Install, as README says (make install = build + install-files; the build is the host's).
+run make -s -C "$REPO" install-files BIN_SRC="$BIN"
+# The box's settings: vivid's webcam and the loopback's capture side; the rest is the default.
+run sed -i -e 's|^audio = .*|audio = "alsa:hw:Loopback,1,0"|' -e 's|^min_free_mb = .*|min_free_mb = 100|' /etc/reel/reeld.toml
+run systemd-sysusers
+run systemd-tmpfiles --create reel.conf
+run reeld --check-config
+run systemctl daemon-reload
+# A tone on the loopback, so the recording's audio is not silence (speaker-test: alsa-utils).
+speaker-test -D hw:Loopback,0,0 -c 1 -r 48000 -F S16_LE -t sine -f 1000 -l 0 >/dev/null 2>&1 &
+run systemctl enable --now reeld.socket reeld.service
+wait_state reeld active          # Type=notify: active only once reeld said READY=1
+pid=$(mainpid)
+fact main_pid "$pid"
+fact user "$(stat -c %U /proc/$pid)"
+fact groups "$(id -Gn "$(stat -c %U /proc/$pid)" | tr ' ' ',')"
+fact nice "$(awk '{print $19}' /proc/$pid/stat)"
+fact socket_mode "$(stat -c '%a %U:%G' /run/reel/reeld.sock)"
+fact statedir_mode "$(stat -c '%a %U:%G' /var/lib/reel)"
+# Someone outside group reel is refused by the socket's permissions, and told so.
+if out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups reelctl status 2>&1); then
+    die "user nobody could use the control socket: $out"
+fi
+fact nobody_refused "$(echo "$out" | head -1)"
+
+# 2. A recording with a pause, long enough that the watchdog (WatchdogSec=10s) must have been fed.
+run reelctl start --name one
+wait_recorded 3
+run reelctl pause
+sleep 1                          # the pause's length (not synchronisation)
+run reelctl resume
+wait_recorded 12
+fact status_text_recording "$(systemctl show -p StatusText --value reeld)"
+run reelctl stop
+[ -f /var/lib/reel/one.mp4 ] || die "reelctl stop returned but /var/lib/reel/one.mp4 does not exist"
+
+# 3. Reload (SIGHUP) between recordings: same process, still active.
+run systemctl reload reeld
+wait_state reeld active
+fact pid_after_reload "$(mainpid)"
+
+# 4. `systemctl stop` during a recording: SIGTERM, the file is finished, the unit stops cleanly.
+run reelctl start --name two
+wait_recorded 3
+run systemctl stop reeld
+fact two_exists "$([ -f /var/lib/reel/two.mp4 ] && echo yes || echo no)"
+fact two_part_left "$(ls /var/lib/reel/two.mp4.part 2>/dev/null | wc -l)"
+fact stop_result "$(systemctl show -p Result --value reeld)"
+fact stop_exit_status "$(systemctl show -p ExecMainStatus --value reeld)"
+fact socket_after_stop "$(systemctl is-active reeld.socket)"
+
+# 5. Socket activation: the socket outlived reeld; the next reelctl starts it again.
+run reelctl status
+wait_state reeld active
+fact activated_pid "$(mainpid)"
+fact n_restarts "$(systemctl show -p NRestarts --value reeld)"
+fact final_state "$(systemctl is-active reeld)"
+end 0

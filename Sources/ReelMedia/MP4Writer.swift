@@ -124,7 +124,7 @@ public final class MP4Writer {
 
         let rc = avio_open(&ctx.pointee.pb, path, AVIO_FLAG_WRITE)
         if rc < 0 {
-            throw MediaError("cannot open '\(path)' for writing: \(avErrorText(rc)) (check that the directory exists and is writable)")
+            throw MediaError("cannot open '\(path)' for writing: \(avErrorText(rc)) (\(Self.openFailureHint(errno: -rc)))", systemError: -rc)
         }
         var opts: OpaquePointer? = nil
         defer { av_dict_free(&opts) }
@@ -141,6 +141,19 @@ public final class MP4Writer {
     }
 
     /// Writes one H.264 packet (times in the video encoder's time base), in the encoder's output order.
+    /// What to do when the file cannot be created, by the reason (an errno value).
+    static func openFailureHint(errno code: Int32) -> String {
+        switch code {
+        case ENOENT: return "check that the directory exists"
+        case EACCES, EPERM: return "check that the user running reeld may write to the directory"
+        case ENOSPC: return "the disk is full: free space, or record to another disk"
+        case EDQUOT: return "the disk quota is used up: free space within the quota, or raise it"
+        case EROFS: return "the file system is read-only, often after disk errors: check the kernel log (dmesg), then remount it read-write or record to another disk"
+        case EIO: return "the storage device failed: check the disk and the kernel log (dmesg), or record to another disk"
+        default: return "check that the directory exists and is writable"
+        }
+    }
+
     public func writeVideo(_ p: Packet) throws {
         guard let video else { throw MediaError("MP4Writer.writeVideo on '\(path)': the file was created without video") }
         try write(p, video)

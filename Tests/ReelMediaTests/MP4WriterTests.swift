@@ -142,7 +142,19 @@ final class MP4WriterTests: XCTestCase {
             let m = (error as? MediaError)?.message ?? ""
             XCTAssertTrue(m.contains("cannot open '/nonexistent-reel-dir/x.mp4.part' for writing: No such file or directory"), m)
             XCTAssertTrue(m.contains("directory exists"), m)
+            XCTAssertEqual((error as? MediaError)?.systemError, ENOENT)
         }
+    }
+
+    /// Each reason a file cannot be created gets its own fix; a dead or read-only disk (the VM's
+    /// capture-ioerror scenario meets EROFS for real) must not be told to "check the directory".
+    func testOpenFailureHintsNameTheFix() {
+        XCTAssertTrue(MP4Writer.openFailureHint(errno: EROFS).contains("read-only, often after disk errors"))
+        XCTAssertTrue(MP4Writer.openFailureHint(errno: EIO).contains("storage device failed"))
+        XCTAssertTrue(MP4Writer.openFailureHint(errno: ENOSPC).contains("disk is full"))
+        XCTAssertTrue(MP4Writer.openFailureHint(errno: EACCES).contains("may write to the directory"))
+        XCTAssertEqual(MP4Writer.openFailureHint(errno: ENOENT), "check that the directory exists")
+        XCTAssertEqual(Set([EROFS, EIO, ENOSPC, EDQUOT, EACCES, ENOENT].map { MP4Writer.openFailureHint(errno: $0) }).count, 6)
     }
 
     func testAudioOnlyFile() throws {

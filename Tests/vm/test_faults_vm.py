@@ -3,6 +3,8 @@
 - a power cut with the recording on an ext4 virtio disk (capture-powercut.sh): the host kills
   qemu with SIGKILL, then reads the image without mounting it (e2fsck, debugfs) and runs reeld's
   own start-up recovery on what it finds;
+- the same disk failing mid-recording (capture-ioerror.sh: device-mapper's error target, EIO on
+  every request), read back the same way;
 - errored camera buffers and a fatal streaming error from vivid (capture-buferror.sh);
 - a sound card whose clock runs 300 ppm fast (snd-aloop's PCM Rate Shift) for one minute
   (capture-rateshift.sh).
@@ -125,39 +127,83 @@ def power_cut(bin_dir, signal_wav, fsync=None, cut_at=8):
     return part, times(out), log, report, work, out
 
 
+def recorded_before(tm, out, event, status_json):
+    """(at least, at most) seconds of media recorded when `event` (a times.txt name) began: since
+    `start` returned, or (tighter when the start call was slow) what status counted plus the time
+    from status returning to the event; at most, since `start` was sent."""
+    start_t0, start_t1 = tm["start"][0][:2]
+    at = tm[event][0][0]
+    st = json.loads(read(out, status_json))
+    status_t1 = tm["status"][0][1]
+    return max(at - start_t1, st["recordedNs"] / 1e9 + (at - status_t1)), at - start_t0
+
+
+def check_kept(bin_dir, part, name, work, recorded, at_most, what, report, log, lost_at_most=1.5):
+    """Runs reeld's start-up recovery on the .part taken from the image and checks the result
+    decodes cleanly and holds all but `lost_at_most` s of the `recorded` s before `what`."""
+    want = recorded - lost_at_most
+    assert want > 4, f"{what} came {recorded:.2f} s into the recording: too early to judge"
+    assert part and os.path.getsize(part) > 0, \
+        f"{what} {recorded:.2f} s into the recording left no data in {name}.mp4.part\n{report}\n{log[-3000:]}"
+    size = os.path.getsize(part)
+    rec = os.path.join(work, "rec")
+    os.makedirs(rec)
+    shutil.move(part, os.path.join(rec, f"{name}.mp4.part"))
+    rlog = reeld_recover(bin_dir, rec)
+    final = os.path.join(rec, f"{name}.mp4")
+    assert os.path.isfile(final), f"reeld did not recover the file: {os.listdir(rec)}\n{rlog}"
+    assert "recovered crash-left recording" in rlog, rlog
+    assert xerror(final) == [], xerror(final)
+    vspan, aspan = packet_span(final, "video"), len(decode_audio(final)) / RATE
+    kept = min(vspan, aspan)
+    print(f"{what} {recorded:.2f}..{at_most:.2f} s into the recording: {size} bytes on disk, "
+          f"recovered {vspan:.2f} s video, {aspan:.2f} s audio: lost {recorded - kept:.2f}..{at_most - kept:.2f} s")
+    assert kept >= want, \
+        f"after {what} {recorded:.2f} s into the recording the file holds {vspan:.2f} s video, " \
+        f"{aspan:.2f} s audio; want >= {want:.2f} s (at most {lost_at_most} s lost)\n{rlog}\n{report}"
+
+
 def test_power_cut_keeps_synced_fragments(vm_ready, reel_bin_dir, signal_wav):
     """reeld's default policy (fsync = fragment). REEL_VM_FSYNC=none runs the same check on the
     other policy by hand (it fails: docs/RELIABILITY.md has the figures)."""
     part, tm, log, report, work, out = power_cut(reel_bin_dir, signal_wav, fsync=os.environ.get("REEL_VM_FSYNC"))
     try:
-        start_t0, start_t1 = tm["start"][0][:2]
-        cut = tm["cut"][0][0]
-        # Media recorded before the cut, at least: since `start` returned, or (tighter when the
-        # start call was slow) what status counted plus the time from status returning to the cut.
-        st = json.loads(read(out, "status-before-cut.json"))
-        status_t1 = tm["status"][0][1]
-        recorded = max(cut - start_t1, st["recordedNs"] / 1e9 + (cut - status_t1))
-        at_most = cut - start_t0  # the start request cannot have acted before it was sent
-        want = recorded - 1.5
-        assert want > 4, f"the cut came {recorded:.2f} s into the recording: too early to judge"
-        assert part and os.path.getsize(part) > 0, \
-            f"the power cut {recorded:.2f} s into the recording left no data in powercut.mp4.part\n{report}\n{log[-3000:]}"
-        size = os.path.getsize(part)
-        rec = os.path.join(work, "rec")
-        os.makedirs(rec)
-        shutil.move(part, os.path.join(rec, "powercut.mp4.part"))
-        rlog = reeld_recover(reel_bin_dir, rec)
-        final = os.path.join(rec, "powercut.mp4")
-        assert os.path.isfile(final), f"reeld did not recover the file: {os.listdir(rec)}\n{rlog}"
-        assert "recovered crash-left recording" in rlog, rlog
-        assert xerror(final) == [], xerror(final)
-        vspan, aspan = packet_span(final, "video"), len(decode_audio(final)) / RATE
-        kept = min(vspan, aspan)
-        print(f"power cut {recorded:.2f}..{at_most:.2f} s into the recording: {size} bytes on disk, "
-              f"recovered {vspan:.2f} s video, {aspan:.2f} s audio: lost {recorded - kept:.2f}..{at_most - kept:.2f} s")
-        assert kept >= want, \
-            f"after a power cut {recorded:.2f} s into the recording the file holds {vspan:.2f} s video, " \
-            f"{aspan:.2f} s audio; want >= {want:.2f} s (at most 1.5 s lost)\n{rlog}\n{report}"
+        recorded, at_most = recorded_before(tm, out, "cut", "status-before-cut.json")
+        check_kept(reel_bin_dir, part, "powercut", work, recorded, at_most, "a power cut", report, log)
+    finally:
+        if not os.environ.get("REEL_VM_KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------------
+# The disk fails (EIO from device-mapper's error target)
+
+def test_disk_failure_is_reported_and_synced_fragments_survive(vm_ready, reel_bin_dir, signal_wav):
+    """capture-ioerror.sh: 8 s into a recording every request to the disk fails. reeld must end
+    the recording with a message that names the file, the cause and the fix, stay up, refuse a
+    new recording with a reason, and the disk (repaired: e2fsck) must hold a .part that reeld's
+    start-up recovery makes playable with at most 1.5 s lost, as after a power cut."""
+    work = tempfile.mkdtemp(prefix="reel-ioerror-", dir="/tmp")
+    try:
+        img = os.path.join(work, "disk.img")
+        make_ext4_image(img)
+        p, out, log = run_scenario("capture-ioerror", reel_bin_dir, files=[signal_wav + ":/in/steps.wav"],
+                                   env={"FAIL_AT": 8}, extra=["--disk", img], timeout=300)
+        assert p.returncode == 0, f"scenario failed ({p.returncode})\n{p.stdout}\n{log[-4000:]}"
+        tm = times(out)
+        after = json.loads(read(out, "status-after-fail.json"))
+        err = after["lastError"] or ""
+        assert after["state"] == "idle", after
+        assert err.startswith("input/output error syncing /tmp/rec/ioerror.mp4.part: the storage device failed"), err
+        assert "reeld makes playable at its next start" in err and "dmesg" in err, err
+        print(f"reeld noticed {tm['noticed'][0][0] - tm['fail'][0][1]:.2f} s after the disk failed: {err}")
+        again = read(out, "again.out")
+        assert "cannot start recording /tmp/rec/again.mp4.part" in again, again
+        assert "read-only, often after disk errors" in again or "storage device failed" in again, again
+        assert tm["again"][0][2] == 1, tm["again"]          # refused (1), not unreachable (2)
+        part, report = take_out_of_image(img, "ioerror.mp4.part", work)
+        recorded, at_most = recorded_before(tm, out, "fail", "status-before-fail.json")
+        check_kept(reel_bin_dir, part, "ioerror", work, recorded, at_most, "a disk failure", report, log)
     finally:
         if not os.environ.get("REEL_VM_KEEP"):
             shutil.rmtree(work, ignore_errors=True)

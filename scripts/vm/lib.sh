@@ -4,7 +4,7 @@ VM_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 VM_CACHE=${VM_CACHE:-$VM_REPO/.build/vm}
 # Debian packages the bed needs on the host (tools copied into the guest come from them;
 # e2fsprogs: the host makes and checks the disk images of `run --disk`).
-VM_DEB_PACKAGES="qemu-system-x86 busybox-static v4l-utils alsa-utils kmod cpio e2fsprogs"
+VM_DEB_PACKAGES="qemu-system-x86 busybox-static v4l-utils alsa-utils kmod cpio e2fsprogs dmsetup"
 
 vm_log() { printf '[vm] %s\n' "$*" >&2; }
 vm_die() { printf '[vm] error: %s\n' "$*" >&2; exit 1; }

@@ -3,7 +3,8 @@ host's root (read-only 9p, tmpfs overlay), installs reeld as README's "Install o
 says (make install-files, systemd-sysusers, systemd-tmpfiles, systemctl enable --now) and drives
 it: vivid's webcam and the snd-aloop loopback through udev's groups and the unit's device
 allow-list, a recording with a pause that outlives WatchdogSec, a reload, `systemctl stop` in the
-middle of a recording, socket activation afterwards. scripts/vm/scenarios/systemd-unit.sh sets
+middle of a recording, socket activation afterwards, and a hung reeld (a frozen capture thread)
+killed by the watchdog, restarted, its recording recovered. scripts/vm/scenarios/systemd-unit.sh sets
 it up; scripts/vm/guest/systemd-inside.sh runs inside and leaves facts, files and the journal in
 /out, which these checks read."""
 
@@ -59,7 +60,31 @@ def test_notify_watchdog_reload_and_stop(booted):
     show = res.text("show-reeld.txt")
     assert "WatchdogUSec=10s" in show, "the unit's WatchdogSec did not reach systemd"
     everything = res.text("journal-all.txt")
-    assert "watchdog timeout" not in everything.lower(), "systemd's watchdog fired: reeld stopped pinging"
+    before_hang = everything.split("capture frozen; waiting for the watchdog")[0]
+    assert "watchdog timeout" not in before_hang.lower(), "systemd's watchdog fired: reeld stopped pinging"
+
+
+def test_watchdog_restarts_a_hung_reeld_and_the_recording_survives(booted):
+    res, f, journal = booted
+    everything = res.text("journal-all.txt")
+    assert f["hung_restarted"] == "yes", f
+    assert "reeld.service: Watchdog timeout" in everything, "the restart was not the watchdog's"
+    # the SIGABRT ends it at once: no wait for TimeoutAbortSec's SIGKILL (a Swift backtracer that
+    # cannot start under the sandbox once hung it until TimeoutStopSec, 150 s)
+    assert "State 'stop-watchdog' timed out" not in everything, "reeld did not die of the watchdog's SIGABRT"
+    assert f["hung_restart_s"] and float(f["hung_restart_s"]) < 60, f
+    assert f["hung_recovered"] == "yes" and f["hung_part_left"] == "0", f
+    msgs = [e["MESSAGE"] for e in reeld_entries(journal)]
+    assert any("recovered crash-left recording" in m and "hung.mp4" in m for m in msgs), msgs[-20:]
+    path = res.path("hung.mp4")
+    p = subprocess.run(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert p.returncode == 0 and not p.stdout.strip(), p.stdout
+    probe = json.loads(subprocess.run(["ffprobe", "-v", "error", "-show_streams", "-of", "json", path],
+                                      stdout=subprocess.PIPE, check=True).stdout)
+    durations = {s["codec_name"]: float(s["duration"]) for s in probe["streams"]}
+    # 4 s were recorded before the freeze; a crash loses at most the open fragment and x264's delay
+    assert set(durations) == {"h264", "aac"} and min(durations.values()) >= 2.5, durations
 
 
 def test_journal_has_reelds_lines_at_their_priorities(booted):
@@ -69,6 +94,9 @@ def test_journal_has_reelds_lines_at_their_priorities(booted):
     assert any(m.startswith("recording finished: /var/lib/reel/one.mp4 (2 segments") for m in msgs), msgs[-20:]
     assert any(m.startswith("recording finished: /var/lib/reel/two.mp4 (1 segment,") for m in msgs), msgs[-20:]
     assert any("SIGHUP: configuration re-read" in m for m in msgs), msgs[-20:]
+    # up to the test hook's freeze (its stall message is rightly critical)
+    freeze = [i for i, m in enumerate(msgs) if "test hook REEL_TEST_FREEZE_CAPTURE" in m]
+    mine = mine[:freeze[0]] if freeze else mine
     prio = {e["MESSAGE"].split(":")[0]: int(e["PRIORITY"]) for e in mine}
     assert prio.get("recording finished") == 5 and prio.get("recording started") == 5, prio
     # nothing at error or worse; libdispatch's renice is allowed by the unit (no "Failed to set")

@@ -3,7 +3,7 @@
 # scenarios/systemd-unit.sh) on the host's root with a tmpfs overlay. Installs reeld exactly as
 # README's "Install on a capture box" says, then drives it through systemd and reelctl:
 # socket, notify, watchdog, user and sandbox, reload, `systemctl stop` mid-recording, socket
-# activation. Facts go to /out/facts.txt (KEY=VALUE) and the files and journal to /out for
+# activation, and a hung reeld killed by the watchdog and restarted. Facts go to /out/facts.txt (KEY=VALUE) and the files and journal to /out for
 # Tests/vm/test_systemd_vm.py; a step that fails ends the test with its reason. Ends with
 # /out/exit-status and a forced power-off (qemu -no-reboot then exits).
 set -uo pipefail
@@ -120,4 +120,31 @@ wait_state reeld active
 fact activated_pid "$(mainpid)"
 fact n_restarts "$(systemctl show -p NRestarts --value reeld)"
 fact final_state "$(systemctl is-active reeld)"
+
+# 6. A hung reeld: a capture thread stuck (the test hook freezes it, like a driver stuck in a
+# read) stops the watchdog pings; systemd kills reeld after WatchdogSec, Restart=on-failure
+# starts it again, and its start-up recovery makes the interrupted recording playable.
+mkdir -p /etc/systemd/system/reeld.service.d
+printf '[Service]\nEnvironment=REEL_TEST_FREEZE_CAPTURE=/run/reel/freeze\n' > /etc/systemd/system/reeld.service.d/test-freeze.conf
+run systemctl daemon-reload
+run systemctl restart reeld
+wait_state reeld active
+hung_pid=$(mainpid)
+run reelctl start --name hung
+wait_recorded 4
+touch /run/reel/freeze
+frozen_at=$(cut -d' ' -f1 /proc/uptime)
+log "capture frozen; waiting for the watchdog"
+n=900
+until [ "$(systemctl show -p NRestarts --value reeld)" = 1 ]; do
+    n=$((n - 1)); [ $n -gt 0 ] || die "reeld was not restarted within 90 s of its capture thread freezing"
+    sleep 0.1
+done
+fact hung_restart_s "$(awk -v t0="$frozen_at" '{print $1 - t0}' /proc/uptime)"
+rm -f /run/reel/freeze /etc/systemd/system/reeld.service.d/test-freeze.conf
+wait_state reeld active
+run reelctl status               # answers once start-up recovery is done
+fact hung_restarted "$([ "$(mainpid)" != "$hung_pid" ] && echo yes || echo no)"
+fact hung_recovered "$([ -f /var/lib/reel/hung.mp4 ] && echo yes || echo no)"
+fact hung_part_left "$(ls /var/lib/reel/hung.mp4.part 2>/dev/null | wc -l)"
 end 0

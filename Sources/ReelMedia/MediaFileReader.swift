@@ -13,6 +13,11 @@ public final class MediaFileReader {
     private let packet: AVPacketBox                          // reused for every read
     private var pending = 0     // audio: bytes of the current packet not yet handed out
     private var pendingOffset = 0
+    // Video: one frame's bytes in the file, frames read so far, and the buffer readVideoFrame(expecting:)
+    // reads into (owned: deallocated in deinit; nil until the first such read).
+    private var videoFrameBytes = 0
+    private var framesRead = 0
+    private var frameBuffer: UnsafeMutableRawBufferPointer?
 
     /// Opens `path` and checks it holds what `video` asks for (true: Y4M video, false: WAV audio).
     public init(path: String, video: Bool) throws {
@@ -40,6 +45,7 @@ public final class MediaFileReader {
             }
             content = .video(VideoFormat(width: Int(par.pointee.width), height: Int(par.pointee.height),
                                          fps: Rational(Int64(r.num), Int64(r.den)), pixelFormat: pf))
+            videoFrameBytes = pf.frameBytes(width: Int(par.pointee.width), height: Int(par.pointee.height))
         } else {
             guard par.pointee.codec_id == AV_CODEC_ID_PCM_S16LE else {
                 throw MediaError("\(what): only 16-bit PCM WAV is supported (convert with ffmpeg -i in -c:a pcm_s16le out.wav)")
@@ -47,34 +53,94 @@ public final class MediaFileReader {
             content = .audio(AudioFormat(sampleRate: Int(par.pointee.sample_rate), channels: Int(par.pointee.ch_layout.nb_channels)))
         }
     }
-    deinit { avformat_close_input(&ctx) }
+    deinit { avformat_close_input(&ctx); frameBuffer?.deallocate() }
 
     /// Reads the next frame into `dst` (exactly one frame's bytes); false at the end of the file.
     public func readVideoFrame(into dst: UnsafeMutableRawBufferPointer) throws -> Bool {
-        try readVideoFrame(expecting: dst.count) { dst.copyMemory(from: $0) }
+        guard try nextFrameHeader() else { return false }
+        try readFrameBytes(into: dst)
+        return true
     }
 
     /// Hands the next frame's bytes (exactly one frame, valid only inside `body`) to `body`; false
-    /// at the end of the file. For a reader that converts while it reads, with no copy between.
+    /// at the end of the file. For a reader that converts while it reads: the bytes go through
+    /// one buffer, allocated at the first frame and reused for every later one.
     public func readVideoFrame(expecting bytes: Int, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
-        guard case .video = content else { throw MediaError("\(path) is not a video file") }
-        guard try nextPacket() else { return false }
-        defer { av_packet_unref(packet.p) }
-        let p = packet.p.pointee
-        guard Int(p.size) == bytes else {
-            throw MediaError("\(path): a frame of \(p.size) bytes where \(bytes) were expected (truncated file?)")
+        guard try nextFrameHeader() else { return false }
+        let buffer: UnsafeMutableRawBufferPointer
+        if let b = frameBuffer, b.count == bytes { buffer = b } else {
+            frameBuffer?.deallocate()
+            buffer = .allocate(byteCount: max(1, bytes), alignment: 64)
+            frameBuffer = buffer
         }
-        // Safe: the packet holds p.size bytes until av_packet_unref, after body returns.
-        try body(UnsafeRawBufferPointer(start: p.data, count: Int(p.size)))
+        try readFrameBytes(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<bytes]))
+        try body(UnsafeRawBufferPointer(rebasing: buffer[0..<bytes]))
         return true
     }
 
     /// Skips one frame (a paced source that had no free slot): false at the end of the file.
     public func skipVideoFrame() throws -> Bool {
-        guard case .video = content else { throw MediaError("\(path) is not a video file") }
-        guard try nextPacket() else { return false }
-        av_packet_unref(packet.p)
+        guard try nextFrameHeader() else { return false }
+        let pb = try videoIO()
+        let before = avio_tell(pb)
+        let rc = avio_skip(pb, Int64(videoFrameBytes))
+        guard rc >= 0, rc - before == Int64(videoFrameBytes) else {
+            throw MediaError("\(path): the last frame is cut short (truncated file?)")
+        }
         return true
+    }
+
+    /// Video frames are read with avio straight from the file once libavformat has parsed the
+    /// stream header: av_read_frame would allocate a packet for every frame, and the capture
+    /// thread reading it must not allocate per frame. A frame is `FRAME[ params]\n` and its bytes.
+    private func videoIO() throws -> UnsafeMutablePointer<AVIOContext> {
+        guard case .video = content else { throw MediaError("\(path) is not a video file") }
+        guard let pb = ctx?.pointee.pb else { throw MediaError("\(path): the file is not open") }
+        return pb
+    }
+
+    /// Reads one frame header; false at a clean end of the file (no byte of a new frame).
+    private func nextFrameHeader() throws -> Bool {
+        let pb = try videoIO()
+        let magic = Array("FRAME".utf8)
+        var n = 0
+        while true {
+            let c = avio_r8(pb)   // 0 at the end of the file (and avio_feof says so)
+            if avio_feof(pb) != 0 {
+                if n == 0 { return false }
+                throw MediaError("\(path): the file ends inside a frame header (truncated file?)")
+            }
+            if n < magic.count {
+                guard UInt8(truncatingIfNeeded: c) == magic[n] else {
+                    throw MediaError("\(path): no FRAME header where frame \(framesRead + 1) should start (not a YUV4MPEG2 stream, or a frame of another size before it)")
+                }
+            } else if c == 0x0A {
+                return true
+            } else if n > 256 {
+                throw MediaError("\(path): a frame header longer than 256 bytes at frame \(framesRead + 1)")
+            }
+            n += 1
+        }
+    }
+
+    private func readFrameBytes(into dst: UnsafeMutableRawBufferPointer) throws {
+        guard dst.count == videoFrameBytes else {
+            throw MediaError("\(path): asked for a frame of \(dst.count) bytes where the file's frames are \(videoFrameBytes)")
+        }
+        let pb = try videoIO()
+        var got = 0
+        while got < videoFrameBytes {
+            // Safe: dst has videoFrameBytes bytes and got < videoFrameBytes.
+            let rc = avio_read(pb, dst.baseAddress!.assumingMemoryBound(to: UInt8.self) + got, Int32(videoFrameBytes - got))
+            if rc <= 0 {
+                if rc == 0 || rc == creel_averror_eof() {
+                    throw MediaError("\(path): frame \(framesRead + 1) is cut short after \(got) of \(videoFrameBytes) bytes (truncated file?)")
+                }
+                try checkAV(rc, "cannot read \(path)")
+            }
+            got += Int(rc)
+        }
+        framesRead += 1
     }
 
     /// Reads up to `maxFrames` interleaved frames into `dst`; 0 at the end of the file.

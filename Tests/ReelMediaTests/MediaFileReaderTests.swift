@@ -15,6 +15,44 @@ final class MediaFileReaderTests: XCTestCase {
         XCTAssertEqual(p.terminationStatus, 0, "ffmpeg \(args)")
     }
 
+    /// The frames read are the file's frames, byte for byte (ffmpeg's rawvideo of the same file),
+    /// through both read paths, for 4:2:0 and 4:2:2; a file cut inside a frame is an error that
+    /// says so, not a short frame.
+    func testFramesAreTheFilesBytesAndTruncationIsAnError() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("reel-reader-raw-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for (pf, name) in [(PixelFormat.i420, "yuv420p"), (PixelFormat.i422, "yuv422p")] {
+            let y4m = dir.appendingPathComponent("\(name).y4m").path, raw = dir.appendingPathComponent("\(name).raw").path
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10", "-frames:v", "5", "-pix_fmt", name, "-strict", "-1", y4m])
+            try ffmpeg(["-i", y4m, "-f", "rawvideo", "-pix_fmt", name, raw])
+            let want = try [UInt8](Data(contentsOf: URL(fileURLWithPath: raw)))
+            let fb = pf.frameBytes(width: 64, height: 36)
+            XCTAssertEqual(want.count, 5 * fb)
+            let a = try MediaFileReader(path: y4m, video: true), b = try MediaFileReader(path: y4m, video: true)
+            for i in 0..<5 {
+                var got = [UInt8](repeating: 0, count: fb)
+                XCTAssertTrue(try got.withUnsafeMutableBytes { try a.readVideoFrame(into: $0) })
+                XCTAssertEqual(got, Array(want[i * fb..<(i + 1) * fb]), "\(name) frame \(i), readVideoFrame(into:)")
+                var viaBody: [UInt8] = []
+                XCTAssertTrue(try b.readVideoFrame(expecting: fb) { viaBody = Array($0) })
+                XCTAssertEqual(viaBody, got, "\(name) frame \(i), readVideoFrame(expecting:)")
+            }
+            var spare = [UInt8](repeating: 0, count: fb)
+            XCTAssertFalse(try spare.withUnsafeMutableBytes { try a.readVideoFrame(into: $0) })
+            XCTAssertFalse(try b.readVideoFrame(expecting: fb) { _ in XCTFail("no frame after the last") })
+
+            let whole = try Data(contentsOf: URL(fileURLWithPath: y4m))
+            let cut = dir.appendingPathComponent("\(name)-cut.y4m").path
+            try whole.prefix(whole.count - fb / 2).write(to: URL(fileURLWithPath: cut))
+            let c = try MediaFileReader(path: cut, video: true)
+            for _ in 0..<4 { XCTAssertTrue(try spare.withUnsafeMutableBytes { try c.readVideoFrame(into: $0) }) }
+            XCTAssertThrowsError(try spare.withUnsafeMutableBytes { try c.readVideoFrame(into: $0) }) { e in
+                XCTAssertTrue("\(e)".contains("frame 5 is cut short"), "\(e)")
+            }
+        }
+    }
+
     func testSkippingKeepsVideoAndAudioInStep() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("reel-reader-\(getpid())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

@@ -42,9 +42,10 @@ def test_runs_as_the_unit_says(booted):
     assert f["socket_mode"] == "660 root:reel" and f["statedir_mode"] == "750 reel:reel", f
 
 
-def test_control_socket_is_closed_to_others(booted):
+def test_control_socket_is_open_to_group_reel_only(booted):
     _, f, _ = booted
     assert "permission denied" in f["nobody_refused"] and "group" in f["nobody_refused"], f
+    assert f["member_status_rc"] == "0", "a member of group reel could not use reelctl"
 
 
 def test_notify_watchdog_reload_and_stop(booted):

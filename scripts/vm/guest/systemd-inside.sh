@@ -87,6 +87,9 @@ if out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups reelctl status 2>
     die "user nobody could use the control socket: $out"
 fi
 fact nobody_refused "$(echo "$out" | head -1)"
+# A member of group reel may (README: usermod -aG reel "$USER"); reeld checks SO_PEERCRED too.
+run useradd --no-create-home --groups reel alice
+fact member_status_rc "$(setpriv --reuid=alice --regid=alice --init-groups reelctl status >/dev/null 2>&1; echo $?)"
 
 # 2. A recording with a pause, long enough that the watchdog (WatchdogSec=10s) must have been fed.
 run reelctl start --name one

@@ -40,6 +40,10 @@ Description=Reel test bed: install reeld and drive it (systemd-inside.sh)
 After=basic.target systemd-udev-trigger.service
 Wants=systemd-udev-trigger.service
 
+# Whatever fails before systemd-inside.sh can report powers the guest off at once (the host
+# then reports "no exit status" with the console) instead of idling until the host's timeout.
+FailureAction=poweroff-force
+
 [Service]
 Type=oneshot
 Environment=VM_HOST_REPO=$VM_HOST_REPO VM_HOST_BIN=$VM_HOST_BIN
@@ -48,6 +52,9 @@ StandardOutput=journal+console
 StandardError=journal+console
 TimeoutStartSec=infinity
 EOF
+# The checkout under test may live in the host's /tmp (CI clones there): keep the boot from
+# emptying /tmp (Debian's tmpfiles.d/tmp.conf says 'D /tmp', cleaned at every boot).
+mkdir -p $R/etc/tmpfiles.d && echo "d /tmp 1777 root root -" > $R/etc/tmpfiles.d/tmp.conf
 # The host's machine id and hostname are not this guest's.
 : > $R/etc/machine-id
 echo reel-vm > $R/etc/hostname

@@ -28,6 +28,16 @@ def booted(vm_ready, reel_bin_dir):
     return res, facts, journal
 
 
+def decodes_clean(path):
+    """Asserts `ffmpeg -xerror` decodes the file without a message; returns {codec: duration s}."""
+    p = subprocess.run(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert p.returncode == 0 and not p.stdout.strip(), p.stdout
+    probe = json.loads(subprocess.run(["ffprobe", "-v", "error", "-show_streams", "-of", "json", path],
+                                      stdout=subprocess.PIPE, check=True).stdout)
+    return {s["codec_name"]: float(s["duration"]) for s in probe["streams"]}
+
+
 def reeld_entries(journal):
     return [e for e in journal if e.get("SYSLOG_IDENTIFIER") == "reeld"]
 
@@ -77,13 +87,7 @@ def test_watchdog_restarts_a_hung_reeld_and_the_recording_survives(booted):
     assert f["hung_recovered"] == "yes" and f["hung_part_left"] == "0", f
     msgs = [e["MESSAGE"] for e in reeld_entries(journal)]
     assert any("recovered crash-left recording" in m and "hung.mp4" in m for m in msgs), msgs[-20:]
-    path = res.path("hung.mp4")
-    p = subprocess.run(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert p.returncode == 0 and not p.stdout.strip(), p.stdout
-    probe = json.loads(subprocess.run(["ffprobe", "-v", "error", "-show_streams", "-of", "json", path],
-                                      stdout=subprocess.PIPE, check=True).stdout)
-    durations = {s["codec_name"]: float(s["duration"]) for s in probe["streams"]}
+    durations = decodes_clean(res.path("hung.mp4"))
     # 4 s were recorded before the freeze; a crash loses at most the open fragment and x264's delay
     assert set(durations) == {"h264", "aac"} and min(durations.values()) >= 2.5, durations
 
@@ -116,12 +120,7 @@ def test_files_play_with_picture_and_sound(booted, name, at_least):
     res, _, _ = booted
     path = res.path(f"{name}.mp4")
     assert os.path.exists(path), os.listdir(res.out)
-    p = subprocess.run(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert p.returncode == 0 and not p.stdout.strip(), p.stdout
-    probe = json.loads(subprocess.run(["ffprobe", "-v", "error", "-show_streams", "-of", "json", path],
-                                      stdout=subprocess.PIPE, check=True).stdout)
-    codecs = {s["codec_name"]: float(s["duration"]) for s in probe["streams"]}
+    codecs = decodes_clean(path)
     assert set(codecs) == {"h264", "aac"}, codecs
     assert min(codecs.values()) >= at_least, codecs
     assert abs(codecs["h264"] - codecs["aac"]) < 0.5, codecs

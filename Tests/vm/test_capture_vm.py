@@ -262,6 +262,35 @@ def test_disconnect_finishes_file_and_recovers(capture):
     assert after["frames"] > 30, after
 
 
+def test_microphone_unplugged_finishes_file_and_recovers(capture):
+    """capture-micunplug.sh: snd-aloop's platform device unbound mid-recording, as a USB sound
+    card's disconnect (ENODEV on every open PCM). The unbind returns only once every file on the
+    card is closed, so the scenario finishing also shows reeld let go of the device."""
+    out, log = capture("capture-micunplug")
+    tm = times(out)
+    st = json.loads(read(out, "status-after-unplug.json"))
+    assert st["state"] == "idle", st
+    err = st["lastError"] or ""
+    assert "ALSA device 'hw:Loopback,1,0' failed" in err and "unplugged" in err, st
+    assert st["lastFile"] and st["lastFile"].endswith("/before.mp4"), st
+    host = os.path.join(out, "before.mp4")
+    assert xerror(host) == [], xerror(host)
+    info = probe(host)
+    # about 4 s were recorded before the unplug; the file keeps them, video and audio alike
+    unplugged_after = tm["unplug"][0][0] - tm["start"][0][1]
+    v, a = float(stream(info, "video")["duration"]), float(stream(info, "audio")["duration"])
+    assert min(v, a) > unplugged_after - 1.0 and abs(v - a) < 0.5, (v, a, unplugged_after)
+    if read(out, "devices-unplugged.json"):
+        devices = json.loads(read(out, "devices-unplugged.json"))
+        assert not any(d.get("cardName") == "Loopback" for d in devices["audio"]), devices["audio"]
+    after = json.loads(read(out, "stop-after.json"))
+    host2 = os.path.join(out, "after.mp4")
+    assert after["lastFile"].endswith("/after.mp4"), after
+    assert xerror(host2) == [], xerror(host2)
+    check_durations(host2, after)
+    print(f"microphone unplugged {unplugged_after:.2f} s in: kept {v:.2f} s video, {a:.2f} s audio; {err}")
+
+
 def test_devices_and_listing_errors(capture):
     out, log = capture("capture-devices")
     devices = json.loads(read(out, "devices.json"))

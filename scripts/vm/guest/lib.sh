@@ -103,6 +103,28 @@ finish_capture() {
     reeld_stop
     collect
 }
+# record_from_devices NAME SIZE FPS: the played signal, reeld on the camera and the loopback
+# (yuyv, $PRESET), and recording NAME started; T0: when the start was sent (times.txt 'start').
+record_from_devices() {
+    play
+    reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size "$2" --fps "$3" --pixel-format yuyv --preset $PRESET
+    timed start start --name "$1"
+    T0=$(awk '$1 == "start" {print $2}' "$OUT/times.txt")
+}
+# record_again NAME: after a device came back, a new recording NAME (the start may race the
+# device's re-registration: retried with backoff, 'start2' in times.txt), 3 s of it, then stop
+# (its reply in $OUT/stop-after.json) and finish_capture.
+record_again() {
+    _n=0
+    until timed start2 start --name "$1"; do
+        _n=$((_n + 1)); [ $_n -lt 5 ] || return 1
+        sleep $_n
+    done
+    _t1=$(awk '$1 == "start2" && $4 == 0 {print $2}' "$OUT/times.txt")
+    sleep_until "$(at "$_t1" 3.0)"
+    stop_json stop stop-after
+    finish_capture
+}
 # The usual end: stop (its reply in $OUT/stop.json), then finish_capture.
 stop_and_collect() {
     stop_json stop stop

@@ -7,12 +7,8 @@
 capture_setup
 dev=$(ls /sys/bus/platform/drivers/snd_aloop/ | grep '^snd_aloop' | head -1)
 [ -n "$dev" ] || { log "no snd_aloop platform device"; exit 1; }
-
-play
-reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size 640x360 --fps 30 --pixel-format yuyv --preset $PRESET
-timed start start --name before
-t0=$(awk '$1 == "start" {print $2}' "$OUT/times.txt")
-sleep_until "$(at "$t0" 4.0)"
+record_from_devices before 640x360 30
+sleep_until "$(at "$T0" 4.0)"
 log "unplugging the sound card ($dev)"
 _u0=$(now)
 echo "$dev" > /sys/bus/platform/drivers/snd_aloop/unbind
@@ -27,12 +23,4 @@ log "plugging it back"
 echo "$dev" > /sys/bus/platform/drivers/snd_aloop/bind
 wait_for /dev/snd/pcmC0D1c 10
 play
-n=0
-until timed start2 start --name after; do
-    n=$((n + 1)); [ $n -lt 5 ] || exit 1
-    sleep $n
-done
-t1=$(awk '$1 == "start2" && $4 == 0 {print $2}' "$OUT/times.txt")
-sleep_until "$(at "$t1" 3.0)"
-stop_json stop stop-after
-finish_capture
+record_again after

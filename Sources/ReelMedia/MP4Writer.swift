@@ -140,7 +140,6 @@ public final class MP4Writer {
         for t in [video, audio].compactMap({ $0 }) { t.streamTimeBase = ctx.pointee.streams[Int(t.index)]!.pointee.time_base }
     }
 
-    /// Writes one H.264 packet (times in the video encoder's time base), in the encoder's output order.
     /// What to do when the file cannot be created, by the reason (an errno value).
     static func openFailureHint(errno code: Int32) -> String {
         switch code {
@@ -154,6 +153,7 @@ public final class MP4Writer {
         }
     }
 
+    /// Writes one H.264 packet (times in the video encoder's time base), in the encoder's output order.
     public func writeVideo(_ p: Packet) throws {
         guard let video else { throw MediaError("MP4Writer.writeVideo on '\(path)': the file was created without video") }
         try write(p, video)

@@ -14,7 +14,6 @@ public final class FileVideoSource: CaptureThread, CaptureSource, @unchecked Sen
     // The reader and converter are used only by the capture thread once started (and by init before that).
     private let reader: MediaFileReader
     private let converter: PixelConverter?   // nil: the file is I420 already, read straight into the slot
-    private let fileFrameBytes: Int          // one frame as stored in the file
 
     public init(path: String, paced: Bool, poolSlots: Int = 8) throws {
         reader = try MediaFileReader(path: path, video: true)
@@ -22,7 +21,6 @@ public final class FileVideoSource: CaptureThread, CaptureSource, @unchecked Sen
         format = f
         self.paced = paced
         converter = f.pixelFormat == .i420 ? nil : try PixelConverter(width: f.width, height: f.height, from: f.pixelFormat)
-        fileFrameBytes = f.pixelFormat.frameBytes(width: f.width, height: f.height)
         super.init(pool: FramePool(slots: poolSlots, slotBytes: PixelFormat.i420.frameBytes(width: f.width, height: f.height)),
                    name: "reel-video-file")
     }
@@ -41,7 +39,7 @@ public final class FileVideoSource: CaptureThread, CaptureSource, @unchecked Sen
                              let t = t0 + format.frameTime(n)
                              do {
                                  let read = try converter.map { c in
-                                     try reader.readVideoFrame(expecting: fileFrameBytes) {
+                                     try reader.readVideoFrame {
                                          try c.convert($0, into: pool.buffer(slot))
                                      }
                                  } ?? reader.readVideoFrame(into: pool.buffer(slot))

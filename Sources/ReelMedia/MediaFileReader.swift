@@ -13,11 +13,12 @@ public final class MediaFileReader {
     private let packet: AVPacketBox                          // reused for every read
     private var pending = 0     // audio: bytes of the current packet not yet handed out
     private var pendingOffset = 0
-    // Video: one frame's bytes in the file, frames read so far, and the buffer readVideoFrame(expecting:)
-    // reads into (owned: deallocated in deinit; nil until the first such read).
+    // Video: one frame's bytes in the file, frames read or skipped so far, and the buffer
+    // readVideoFrame(_:) reads into (owned: deallocated in deinit; nil until the first such read).
     private var videoFrameBytes = 0
     private var framesRead = 0
     private var frameBuffer: UnsafeMutableRawBufferPointer?
+    private static let frameMagic = Array("FRAME".utf8)
 
     /// Opens `path` and checks it holds what `video` asks for (true: Y4M video, false: WAV audio).
     public init(path: String, video: Bool) throws {
@@ -62,19 +63,15 @@ public final class MediaFileReader {
         return true
     }
 
-    /// Hands the next frame's bytes (exactly one frame, valid only inside `body`) to `body`; false
-    /// at the end of the file. For a reader that converts while it reads: the bytes go through
-    /// one buffer, allocated at the first frame and reused for every later one.
-    public func readVideoFrame(expecting bytes: Int, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+    /// Hands the next frame's bytes (exactly one frame as stored in the file, valid only inside
+    /// `body`) to `body`; false at the end of the file. For a reader that converts while it reads:
+    /// the bytes go through one buffer, allocated at the first frame and reused for every later one.
+    public func readVideoFrame(_ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
         guard try nextFrameHeader() else { return false }
-        let buffer: UnsafeMutableRawBufferPointer
-        if let b = frameBuffer, b.count == bytes { buffer = b } else {
-            frameBuffer?.deallocate()
-            buffer = .allocate(byteCount: max(1, bytes), alignment: 64)
-            frameBuffer = buffer
-        }
-        try readFrameBytes(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<bytes]))
-        try body(UnsafeRawBufferPointer(rebasing: buffer[0..<bytes]))
+        let buffer = frameBuffer ?? .allocate(byteCount: videoFrameBytes, alignment: 64)
+        frameBuffer = buffer
+        try readFrameBytes(into: buffer)
+        try body(UnsafeRawBufferPointer(buffer))
         return true
     }
 
@@ -87,6 +84,7 @@ public final class MediaFileReader {
         guard rc >= 0, rc - before == Int64(videoFrameBytes) else {
             throw MediaError("\(path): the last frame is cut short (truncated file?)")
         }
+        framesRead += 1
         return true
     }
 
@@ -102,7 +100,7 @@ public final class MediaFileReader {
     /// Reads one frame header; false at a clean end of the file (no byte of a new frame).
     private func nextFrameHeader() throws -> Bool {
         let pb = try videoIO()
-        let magic = Array("FRAME".utf8)
+        let magic = Self.frameMagic
         var n = 0
         while true {
             let c = avio_r8(pb)   // 0 at the end of the file (and avio_feof says so)

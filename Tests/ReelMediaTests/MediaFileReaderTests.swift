@@ -35,12 +35,12 @@ final class MediaFileReaderTests: XCTestCase {
                 XCTAssertTrue(try got.withUnsafeMutableBytes { try a.readVideoFrame(into: $0) })
                 XCTAssertEqual(got, Array(want[i * fb..<(i + 1) * fb]), "\(name) frame \(i), readVideoFrame(into:)")
                 var viaBody: [UInt8] = []
-                XCTAssertTrue(try b.readVideoFrame(expecting: fb) { viaBody = Array($0) })
-                XCTAssertEqual(viaBody, got, "\(name) frame \(i), readVideoFrame(expecting:)")
+                XCTAssertTrue(try b.readVideoFrame { viaBody = Array($0) })
+                XCTAssertEqual(viaBody, got, "\(name) frame \(i), readVideoFrame(_:)")
             }
             var spare = [UInt8](repeating: 0, count: fb)
             XCTAssertFalse(try spare.withUnsafeMutableBytes { try a.readVideoFrame(into: $0) })
-            XCTAssertFalse(try b.readVideoFrame(expecting: fb) { _ in XCTFail("no frame after the last") })
+            XCTAssertFalse(try b.readVideoFrame { _ in XCTFail("no frame after the last") })
 
             let whole = try Data(contentsOf: URL(fileURLWithPath: y4m))
             let cut = dir.appendingPathComponent("\(name)-cut.y4m").path

@@ -103,12 +103,14 @@ finish_capture() {
     reeld_stop
     collect
 }
-# record_from_devices NAME SIZE FPS: the played signal, reeld on the camera and the loopback
-# (yuyv, $PRESET), and recording NAME started; T0: when the start was sent (times.txt 'start').
+# record_from_devices NAME SIZE FPS [REELD ARGS...]: the played signal, reeld on the camera and
+# the loopback (yuyv, $PRESET, plus ARGS), and recording NAME started; T0: when the start was
+# sent (times.txt 'start').
 record_from_devices() {
+    _name=$1 _size=$2 _fps=$3; shift 3
     play
-    reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size "$2" --fps "$3" --pixel-format yuyv --preset $PRESET
-    timed start start --name "$1"
+    reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size "$_size" --fps "$_fps" --pixel-format yuyv --preset $PRESET "$@"
+    timed start start --name "$_name"
     T0=$(awk '$1 == "start" {print $2}' "$OUT/times.txt")
 }
 # record_again NAME: after a device came back, a new recording NAME (the start may race the

@@ -3,9 +3,10 @@
 # scenarios/systemd-unit.sh) on the host's root with a tmpfs overlay. Installs reeld exactly as
 # README's "Install on a capture box" says, then drives it through systemd and reelctl:
 # socket, notify, watchdog, user and sandbox, reload, `systemctl stop` mid-recording, socket
-# activation, and a hung reeld killed by the watchdog and restarted. Facts go to /out/facts.txt (KEY=VALUE) and the files and journal to /out for
-# Tests/vm/test_systemd_vm.py; a step that fails ends the test with its reason. Ends with
-# /out/exit-status and a forced power-off (qemu -no-reboot then exits).
+# activation, and a hung reeld killed by the watchdog and restarted. Facts go to /out/facts.txt
+# (KEY=VALUE) and the files and journal to /out for Tests/vm/test_systemd_vm.py; a step that
+# fails ends the test with its reason. Ends with /out/exit-status and a forced power-off (qemu
+# -no-reboot then exits).
 set -uo pipefail
 exec > >(tee -a /out/inside.log) 2>&1
 export PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin

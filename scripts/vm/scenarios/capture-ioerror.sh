@@ -17,11 +17,8 @@ dmsetup mknodes rec
 wait_for /dev/mapper/rec 10
 mount -t ext4 /dev/mapper/rec $REC
 log "mounted: $(grep " $REC " /proc/mounts)"
-play
-reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size 320x180 --fps 10 --pixel-format yuyv --preset $PRESET --min-free-mb 50
-timed start start --name ioerror
-t0=$(awk '$1 == "start" {print $2}' "$OUT/times.txt")
-sleep_until "$(at "$t0" "${FAIL_AT:-8}")"
+record_from_devices ioerror 320x180 10 --min-free-mb 50
+sleep_until "$(at "$T0" "${FAIL_AT:-8}")"
 timed status status --json > "$OUT/status.out"
 grep '^{' "$OUT/status.out" > "$OUT/status-before-fail.json"
 ls -l $REC

@@ -7,11 +7,8 @@
 # must decode up to its last fragment. FSYNC=fragment|none is passed to reeld (--fsync) when set.
 capture_setup
 disk_mount $REC
-play
-reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size 320x180 --fps 10 --pixel-format yuyv --preset $PRESET --min-free-mb 50 ${FSYNC:+--fsync $FSYNC}
-timed start start --name powercut
-t0=$(awk '$1 == "start" {print $2}' "$OUT/times.txt")
-sleep_until "$(at "$t0" "${CUT_AT:-8}")"
+record_from_devices powercut 320x180 10 --min-free-mb 50 ${FSYNC:+--fsync $FSYNC}
+sleep_until "$(at "$T0" "${CUT_AT:-8}")"
 timed status status --json > "$OUT/status.out"   # recordedNs, bracketed in times.txt
 grep '^{' "$OUT/status.out" > "$OUT/status-before-cut.json"
 ls -l $REC

@@ -426,26 +426,30 @@ def _audio(path, streams, aframes):
     }
 
 
-def _split_at_resumes(audio, jumps, frame_s):
-    """One tone across a resume is two beeps. A pause that began during a beep and a resume
-    whose first frame is a flash join that beep's head to the next whole beep with no dip
-    between (beeps start on whole milliseconds, so even the phase runs on), and find_beeps
-    sees one long tone. Split it where the second beep begins: its end minus the contract's
-    100 ms when that lies within a frame of the resume (a whole beep, its onset still measured
-    on the audio, so an A/V offset shows), else the resume itself (a beep cut by the resume,
-    which _sync files as such)."""
+def _split_at_resumes(audio, jumps, frames, frame_s):
+    """One tone across a resume is two beeps. A pause that began during a beep joins that
+    beep's head to whatever tone the resume starts with, with no dip between, and find_beeps
+    sees one long tone. Split it where the second beep begins. When the resume's first frame
+    is a flash, the second is a whole beep: split at its end minus the contract's 100 ms if
+    that lies within a frame of the resume (its onset still measured on the audio, so an A/V
+    offset shows). Otherwise the resume cut into a beep (its flash fell in the pause) and
+    the tone's second part is that beep's tail: split at the resume itself, which _sync files
+    as a beep cut by the resume. (The end alone cannot tell them apart: at 30 fps a 66.7 ms
+    head and a 66.7 ms tail end 33.3 ms, one frame, after a whole beep from the resume would.)"""
     rate, start = audio["sample_rate"], audio["start"]
-    resumes = sorted(j["out_time"] for j in jumps if j["out_time"] is not None)
+    resumes = sorted((j["out_time"], frames[j["at_frame"]]["flash"])
+                     for j in jumps if j["out_time"] is not None)
     margin = 0.003
     out = []
     for b in audio["beeps"]:
         cur = b
         while cur["end"] - cur["onset"] > BEEP_SECONDS + margin:
-            r = next((r for r in resumes if cur["onset"] + margin < r < cur["end"] - margin), None)
+            r, flash = next(((r, f) for r, f in resumes if cur["onset"] + margin < r < cur["end"] - margin),
+                            (None, False))
             if r is None:
                 break
             e = cur["end"] - BEEP_SECONDS
-            cut = e if abs(e - r) <= frame_s + 0.002 else r
+            cut = e if flash and abs(e - r) <= frame_s + 0.002 else r
             head = dict(cur, end=cut, end_sample=round((cut - start) * rate, 2),
                         duration_ms=round((cut - cur["onset"]) * 1000, 3), split_at_resume=True)
             head["truncated"] = head["duration_ms"] < 97.0
@@ -488,12 +492,17 @@ def _sync(video, audio, jumps):
     for k, b in enumerate(beeps):
         if k in used:
             continue
+        at_resume = any(abs(b["onset"] - r) <= frame_s + 0.002 for r in resumes)
+        entry = {"onset": b["onset"], "duration_ms": b["duration_ms"], "phase_ok": b["phase_ok"]}
+        if at_resume and b["truncated"]:
+            # cut short by the resume: its flash fell in the pause, and the flash before the
+            # pause may well lie within reach (a pause that cut that flash's own beep)
+            cut_beeps.append(entry)
+            continue
         near = [f for f in flashes if abs(f["t"] - b["onset"]) <= PAIR_WINDOW_S]
         if near:            # a flash within reach, but it paired with a nearer beep
             unpaired_beeps.append({"onset": b["onset"], "reason": "second beep near one flash"})
             continue
-        at_resume = any(abs(b["onset"] - r) <= frame_s + 0.002 for r in resumes)
-        entry = {"onset": b["onset"], "duration_ms": b["duration_ms"], "phase_ok": b["phase_ok"]}
         (cut_beeps if at_resume else unpaired_beeps).append(entry)
     offs = [p["offset_ms"] for p in pairs]
     slope = None
@@ -537,7 +546,8 @@ def analyze(path):
     if streams["audio"]:
         report["audio"] = _audio(path, streams, aframes)
     if report["video"] and report["audio"]:
-        _split_at_resumes(report["audio"], report["jumps"], report["video"]["frame_ms"] / 1000)
+        _split_at_resumes(report["audio"], report["jumps"], report["video"]["frames"],
+                          report["video"]["frame_ms"] / 1000)
     if report["video"]:
         report["sync"] = _sync(report["video"], report["audio"], report["jumps"])
         del report["video"]["_fps"], report["video"]["_tb"]

@@ -179,9 +179,9 @@ public func analyze(path: String) throws(VerifyError) -> Report {
                                           end: start.double + $0.endSample / rate) })
     }
     if let v = report.video, let a = report.audio {
-        report.audio!.beeps = splitAtResumes(a.beeps, resumes: report.jumps.compactMap { $0.outTime?.double },
-                                             start: a.start.double, rate: Double(a.sampleRate),
-                                             frameS: v.frameMs / 1000)
+        let resumes = report.jumps.compactMap { j in j.outTime.map { (time: $0.double, flash: v.frames[j.atFrame].flash) } }
+        report.audio!.beeps = splitAtResumes(a.beeps, resumes: resumes, start: a.start.double,
+                                             rate: Double(a.sampleRate), frameS: v.frameMs / 1000)
     }
     if let v = report.video {
         report.sync = sync(v, report.audio, report.jumps)
@@ -189,24 +189,27 @@ public func analyze(path: String) throws(VerifyError) -> Report {
     return report
 }
 
-/// One tone across a resume is two beeps. A pause that began during a beep and a resume whose
-/// first frame is a flash join that beep's head to the next whole beep with no dip between
-/// (beeps start on whole milliseconds, so even the phase runs on), and the detector sees one
-/// long tone. Split it where the second beep begins: its end minus the contract's 100 ms when
-/// that lies within a frame of the resume (a whole beep, its onset still measured on the audio,
-/// so an A/V offset shows), else the resume itself (a beep cut by the resume, which `sync` files
-/// as such). The oracle's `_split_at_resumes`.
-func splitAtResumes(_ beeps: [BeepInfo], resumes: [Double], start: Double, rate: Double,
-                    frameS: Double) -> [BeepInfo] {
+/// One tone across a resume is two beeps. A pause that began during a beep joins that beep's
+/// head to whatever tone the resume starts with, with no dip between, and the detector sees one
+/// long tone. Split it where the second beep begins. When the resume's first frame is a flash
+/// (`resumes[].flash`), the second is a whole beep: split at its end minus the contract's 100 ms
+/// if that lies within a frame of the resume (its onset still measured on the audio, so an A/V
+/// offset shows). Otherwise the resume cut into a beep whose flash fell in the pause, and the
+/// tone's second part is that beep's tail: split at the resume itself, which `sync` files as a
+/// beep cut by the resume. (The end alone cannot tell them apart: at 30 fps a 66.7 ms head and a
+/// 66.7 ms tail end one frame after a whole beep from the resume would.) The oracle's
+/// `_split_at_resumes`.
+func splitAtResumes(_ beeps: [BeepInfo], resumes: [(time: Double, flash: Bool)], start: Double,
+                    rate: Double, frameS: Double) -> [BeepInfo] {
     let beepS = 0.1, margin = 0.003
-    let resumes = resumes.sorted()
+    let resumes = resumes.sorted { $0.time < $1.time }
     var out: [BeepInfo] = []
     for b in beeps {
         var cur = b
         while cur.end - cur.onset > beepS + margin,
-              let r = resumes.first(where: { cur.onset + margin < $0 && $0 < cur.end - margin }) {
+              let (r, flash) = resumes.first(where: { cur.onset + margin < $0.time && $0.time < cur.end - margin }) {
             let e = cur.end - beepS
-            let cut = abs(e - r) <= frameS + 0.002 ? e : r
+            let cut = flash && abs(e - r) <= frameS + 0.002 ? e : r
             let cutSample = (cut - start) * rate
             var head = cur
             head.end = cut
@@ -363,13 +366,19 @@ func sync(_ v: VideoReport, _ a: AudioReport?, _ jumps: [Jump]) -> SyncReport {
     let resumes = jumps.compactMap(\.outTime).map { ($0 - audioStart).double }
     var unpairedBeeps: [UnpairedBeep] = [], cut: [UnpairedBeep] = []
     for (k, b) in beeps.enumerated() where !used.contains(k) {
+        let atResume = resumes.contains { abs(onsets[k] - $0) <= frameS + 0.002 }
+        let entry = UnpairedBeep(onset: b.onset, reason: nil, durationMs: pyRound(b.beep.durationMs, 3),
+                                 phaseOk: b.beep.phaseOk)
+        if atResume && b.truncated {
+            // cut short by the resume: its flash fell in the pause, and the flash before the
+            // pause may well lie within reach (a pause that cut that flash's own beep)
+            cut.append(entry)
+            continue
+        }
         if flashRel.contains(where: { abs(onsets[k] - $0) <= Thresholds.pairWindowS }) {
             unpairedBeeps.append(UnpairedBeep(onset: b.onset, reason: "second beep near one flash"))
             continue
         }
-        let atResume = resumes.contains { abs(onsets[k] - $0) <= frameS + 0.002 }
-        let entry = UnpairedBeep(onset: b.onset, reason: nil, durationMs: pyRound(b.beep.durationMs, 3),
-                                 phaseOk: b.beep.phaseOk)
         if atResume { cut.append(entry) } else { unpairedBeeps.append(entry) }
     }
     let offs = pairs.map(\.offsetMs)

@@ -29,6 +29,7 @@ enum Synth {
         var ptsGapFrames = 0
         var spans: [Range<Int>]? = nil                      // instead of the default pause schedule
         var skewPpm = 0                                     // audio clock skew: beep k at round(k rate (1 + P/1e6))
+        var fps = Synth.fps
     }
 
     static let variants: [String: Variant] = [
@@ -42,16 +43,19 @@ enum Synth {
         "audio_skew_300ppm": Variant(spans: [0..<150], skewPpm: 300),
         // beep 2 cut to 66.7 ms by the pause, beep 3 whole from the resume: one tone, no dip
         "beeps_joined_at_resume": Variant(spans: [0..<31, 45..<98]),
+        // CI's e2e run at 30 fps: beep 2 cut to 66.7 ms by the pause, the resume one frame after
+        // flash 3 (beep 3's last 66.7 ms): one 133 ms tone, its second part a cut tail
+        "beep_cut_by_pause_and_resume": Variant(spans: [0..<62, 91..<180], fps: 30),
     ]
 
-    static func frameMs(_ n: Int) -> UInt32 { UInt32(truncatingIfNeeded: n * 1000 / fps) }
-    static func isFlash(_ n: Int) -> Bool { n > 0 && n / fps > (n - 1) / fps }
+    static func frameMs(_ n: Int, fps: Int = Synth.fps) -> UInt32 { UInt32(truncatingIfNeeded: n * 1000 / fps) }
+    static func isFlash(_ n: Int, fps: Int = Synth.fps) -> Bool { n > 0 && n / fps > (n - 1) / fps }
 
     /// Frame n as yuv420p, exactly per the contract.
-    static func frame(_ n: Int) -> [UInt8] {
+    static func frame(_ n: Int, fps: Int = Synth.fps) -> [UInt8] {
         let stripH = height / 8, cellW = width / 32
         var y = [UInt8](repeating: 0, count: width * height)
-        let ms = frameMs(n), flash = isFlash(n)
+        let ms = frameMs(n, fps: fps), flash = isFlash(n, fps: fps)
         for r in 0..<height {
             for c in 0..<width {
                 let v: UInt8
@@ -83,7 +87,7 @@ enum Synth {
     }
 
     /// First sample at or after frame n's source time.
-    static func sampleAt(_ n: Int) -> Int { (n * rate + fps - 1) / fps }
+    static func sampleAt(_ n: Int, fps: Int) -> Int { (n * rate + fps - 1) / fps }
 
     /// Encodes the variant into dir/name.mp4 (libx264 High yuv420p + AAC, as synth.py does).
     static func build(_ name: String, _ v: Variant, in dir: String) throws -> String {
@@ -91,9 +95,10 @@ enum Synth {
         for e in v.extraFrames.sorted(by: { $0.after > $1.after }) { seq.insert(e.source, at: e.after) }
         let vpath = dir + "/\(name).yuv", apath = dir + "/\(name).pcm", out = dir + "/\(name).mp4"
         var video = Data()
-        for n in seq { video.append(contentsOf: frame(n)) }
+        let fps = v.fps
+        for n in seq { video.append(contentsOf: frame(n, fps: fps)) }
         try video.write(to: URL(fileURLWithPath: vpath))
-        var chunks = seq.map { audio(sampleAt($0), sampleAt($0 + 1), skewPpm: v.skewPpm) }
+        var chunks = seq.map { audio(sampleAt($0, fps: fps), sampleAt($0 + 1, fps: fps), skewPpm: v.skewPpm) }
         if let at = v.audioGapAt { chunks.insert([Int16](repeating: 0, count: rate * v.audioGapMs / 1000), at: at) }
         var pcm = chunks.flatMap { $0 }
         if v.audioShiftMs > 0 {

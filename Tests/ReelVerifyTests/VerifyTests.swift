@@ -135,6 +135,23 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(split[1].onset, resume, accuracy: 0.001)
     }
 
+    /// CI's e2e run at 30 fps: the pause cut beep 2 after 66.7 ms, the resume came one frame after
+    /// flash 3, and beep 3's last 66.7 ms joined beep 2's head. The tone's end minus 100 ms lies
+    /// within a frame of the resume, yet its second part is a cut tail (the resume's first frame
+    /// is no flash): split at the resume, filed as cut there, not as a second beep near flash 2.
+    func testBeepCutByThePauseAndTheResumeSplitsAtTheResume() throws {
+        let r = try report("beep_cut_by_pause_and_resume")
+        XCTAssertEqual(r.defects(), [], r.text())
+        let sy = try XCTUnwrap(r.sync), resume = try XCTUnwrap(r.jumps.first?.outTime).double
+        XCTAssertEqual(sy.pairs.map(\.sourceMs), [1000, 2000, 4000, 5000])
+        XCTAssertTrue(sy.unpairedFlashes.isEmpty && sy.unpairedBeeps.isEmpty, r.text())
+        XCTAssertEqual(sy.cutBeepsAtResume.count, 1, r.text())
+        let split = try XCTUnwrap(r.audio).beeps.filter(\.splitAtResume)
+        XCTAssertEqual(split.count, 2)
+        XCTAssertEqual(split[0].beep.durationMs, 2000.0 / 30, accuracy: 1)
+        XCTAssertEqual(split[1].onset, resume, accuracy: 0.001)
+    }
+
     // MARK: - the Python oracle on the same files
 
     struct OracleView {

@@ -164,6 +164,26 @@ def test_beeps_joined_across_a_resume_are_split(tmp_path, fps, spans, shift_ms):
         assert any("flash/beep pairs off by more than" in x for x in rv.defects(rep, sync_tolerance_ms=20))
 
 
+def test_beep_cut_by_the_pause_and_the_resume_splits_at_the_resume(tmp_path):
+    """CI's e2e run at 30 fps: the pause cut beep 2 after 66.7 ms and the resume's first frame
+    came one frame after flash 3, so beep 3's last 66.7 ms follow with no dip. The 133 ms tone's
+    end minus 100 ms lies within a frame of the resume, yet its second part is a cut tail, not a
+    whole beep (the resume's first frame is no flash): it must be split at the resume and filed
+    as cut there, not reported as a second beep near flash 2."""
+    path = synth.build(str(tmp_path), "cut_twice", [(0, 62), (91, 180)], fps=30, rate=RATE)
+    rep = rv.analyze(path)
+    print(rv.format_report(rep))
+    sy = rep["sync"]
+    resume = rep["jumps"][0]["out_time"]
+    assert [p["source_ms"] for p in sy["pairs"]] == [1000, 2000, 4000, 5000], sy["pairs"]
+    assert sy["unpaired_flashes"] == [] and sy["unpaired_beeps"] == [], sy
+    assert len(sy["cut_beeps_at_resume"]) == 1, sy
+    split = [b for b in rep["audio"]["beeps"] if b.get("split_at_resume")]
+    assert len(split) == 2 and abs(split[1]["onset"] - resume) < 0.001, split
+    assert abs(split[0]["duration_ms"] - 2000 / 30) < 1, split
+    assert rv.defects(rep) == []
+
+
 def test_cli_exit_status_and_json(recording, tmp_path_factory):
     recording("good")
     recording("pts_gap_at_resume")

@@ -184,6 +184,17 @@ def test_beep_cut_by_the_pause_and_the_resume_splits_at_the_resume(tmp_path):
     assert rv.defects(rep) == []
 
 
+@pytest.mark.parametrize("pause_frame", [61, 62, 63])     # beep 2 cut after 33.3, 66.7, 100 ms
+@pytest.mark.parametrize("resume_frame", [90, 91, 92])    # flash 3 first, or beep 3's last 66.7, 33.3 ms
+def test_every_cut_of_a_beep_at_30fps_reads_clean(tmp_path, pause_frame, resume_frame):
+    """Every way a pause and a resume on the 30 fps grid can cut beeps 2 and 3 (pause requests
+    land anywhere in a real run): a correct recording must read without a defect."""
+    spans = [(0, pause_frame), (resume_frame, resume_frame + 75)]
+    rep = rv.analyze(synth.build(str(tmp_path), "cut", spans, fps=30, rate=RATE))
+    assert rv.defects(rep) == [], rv.format_report(rep)
+    assert [p["source_ms"] for p in rep["sync"]["pairs"]][:2] == [1000, 2000]
+
+
 def test_cli_exit_status_and_json(recording, tmp_path_factory):
     recording("good")
     recording("pts_gap_at_resume")

@@ -11,8 +11,16 @@ import ReelCore
 ///   when the first packets are known, so the edit lists hide x264's negative initial DTS and AAC's
 ///   1024 priming samples: both tracks present from time 0 and input sample 0 plays with video pts 0.
 ///   A track whose first packet starts later gets an empty edit (movie timescale 90 kHz, so exact for video).
-/// - `frag_custom`: this writer cuts a fragment each `fragmentMicros` of media (before the first packet,
-///   of any track, past each boundary, once every track has data) and `avio_flush`es it to the file.
+/// - `frag_custom`: this writer cuts a fragment each `fragmentMicros` of media and `avio_flush`es it to
+///   the file. With video, only a video packet later in display order than every frame written may
+///   start a fragment (x264 sends B-frames after the frame that follows them), so no fragment ends
+///   with a hole where B-frames belong: a file cut back or recovered there plays every frame to its
+///   end. The first fragment (and the moov) goes out at the first such packet once both tracks have
+///   data, so a crash soon after the start still leaves a playable file. Audio is written as it
+///   comes: x264 hands a frame out a lookahead late (1.3 s of media at 15 fps), so a fragment holds
+///   audio that far past its video, and a file cut short keeps that audio rather than trimming it.
+///   Audio may cut fragments itself only when the video has fallen `videoStallMicros` behind (a
+///   camera that hangs), so fragments keep coming.
 /// - `finish()` writes the last fragment only; nothing is rewritten or moved. `skip_trailer`: no
 ///   `mfra` random-access index at the end, because libavformat keeps 40 bytes per fragment and
 ///   track in memory for it (1.1 MiB over two hours of 0.5 s fragments, growth a long recording
@@ -33,12 +41,17 @@ public final class MP4Writer {
     /// Media time between fragment cuts, in microseconds: at most this much (plus the encoders' delay)
     /// is lost if the process dies.
     public let fragmentMicros: Int64
+    /// Audio this far past the last video packet means the video has stopped coming: audio then
+    /// cuts fragments too (x264's delay is at most a few seconds at any preset and frame rate Reel offers).
+    static let videoStallMicros: Int64 = 5_000_000
 
     private final class Track {
         let index: Int32
         let timeBase: Rational      // the encoder's; packets arrive in it
         var streamTimeBase = AVRational(num: 0, den: 1)
         var lastDts: Int64? = nil
+        /// The largest pts written (in `timeBase`).
+        var maxPts: Int64? = nil
         /// The latest presentation end (pts + duration) written, in microseconds.
         var endMicros: Int64? = nil
         let name: String
@@ -156,14 +169,25 @@ public final class MP4Writer {
     /// Writes one H.264 packet (times in the video encoder's time base), in the encoder's output order.
     public func writeVideo(_ p: Packet) throws {
         guard let video else { throw MediaError("MP4Writer.writeVideo on '\(path)': the file was created without video") }
-        try write(p, video)
+        // Later in display order than every frame written: the frames so far have no hole.
+        let mayCut = video.maxPts.map { p.pts > $0 } ?? true
+        try write(p, video, mayCut: mayCut)
+        video.maxPts = max(video.maxPts ?? p.pts, p.pts)
     }
 
     /// Writes one AAC packet (times in the audio encoder's time base), in the encoder's output order.
     public func writeAudio(_ p: Packet) throws {
         guard let audio else { throw MediaError("MP4Writer.writeAudio on '\(path)': the file was created without audio") }
-        try write(p, audio)
+        var mayCut = true
+        if let video {
+            // Only when the video has stopped coming (or has not come at all for that long).
+            let videoDts = video.lastDts.map { micros($0, video) } ?? 0
+            mayCut = micros(p.dts, audio) - videoDts > Self.videoStallMicros
+        }
+        try write(p, audio, mayCut: mayCut)
     }
+
+    private func micros(_ x: Int64, _ t: Track) -> Int64 { rescale(x, 1_000_000 * t.timeBase.num, t.timeBase.den) }
 
     /// Writes the last fragment and closes the file. Does not rename it.
     public func finish() throws {
@@ -229,7 +253,7 @@ public final class MP4Writer {
         return max(0, ends.min() ?? 0)
     }
 
-    private func write(_ p: Packet, _ t: Track) throws {
+    private func write(_ p: Packet, _ t: Track, mayCut: Bool) throws {
         if let writeFailure { throw writeFailure }
         guard !finished else { throw MediaError("MP4Writer: \(t.name) packet after finish() on '\(path)'") }
         var dts = p.dts, pts = p.pts
@@ -238,14 +262,16 @@ public final class MP4Writer {
             pts = max(pts, dts)
             dtsFixes += 1
         }
-        t.lastDts = dts
-
-        let micros = rescale(dts, 1_000_000 * t.timeBase.num, t.timeBase.den)
-        if micros >= nextCutMicros, video?.lastDts != nil || video == nil, audio?.lastDts != nil || audio == nil {
-            // Cut before this packet, so each fragment ends just under a whole second.
+        let dtsMicros = micros(dts, t)
+        // (lastDts still as before this packet: every track must have a packet written already.)
+        if mayCut, dtsMicros >= nextCutMicros || fragments == 0,
+           video?.lastDts != nil || video == nil, audio?.lastDts != nil || audio == nil {
+            // Cut before this packet, so each fragment ends just under a boundary (the first as
+            // soon as every track has data).
             try cutFragment()
-            nextCutMicros = (micros / fragmentMicros + 1) * fragmentMicros
+            nextCutMicros = max(nextCutMicros, (dtsMicros / fragmentMicros + 1) * fragmentMicros)
         }
+        t.lastDts = dts
 
         let pkt = packet.p
         let (tb, stb) = (t.timeBase, t.streamTimeBase)
@@ -264,7 +290,7 @@ public final class MP4Writer {
         let rc = av_write_frame(out.p, pkt)
         pkt.pointee.data = nil; pkt.pointee.size = 0
         try checkWrite(rc, "cannot write a \(t.name) packet (dts \(dts)) to '\(path)'")
-        let end = rescale(pts + p.duration, 1_000_000 * t.timeBase.num, t.timeBase.den)
+        let end = micros(pts + p.duration, t)
         t.endMicros = max(t.endMicros ?? end, end)
     }
 

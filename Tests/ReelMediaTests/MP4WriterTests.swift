@@ -110,6 +110,48 @@ final class MP4WriterTests: XCTestCase {
         XCTAssertEqual(after.prefix(before.count), before, "finish() appended only; nothing before it was rewritten")
     }
 
+    /// No fragment ends with a hole in the video (x264 sends B-frames after the frame that follows
+    /// them), so a file cut back after a failed write, or recovered after a crash, at any fragment
+    /// plays every frame to its end; its audio covers all of that video (AAC comes out at once,
+    /// x264 a lookahead late, so the audio runs past the video and is kept). The first fragment
+    /// goes out as soon as both tracks have data.
+    func testNoFragmentEndsWithAHoleInTheVideo() throws {
+        for fps in [Rational(15), Rational(30)] {
+            let path = tempPath("prefix-\(fps.num)fps.mp4")
+            var prefixes: [(bytes: Data, afterFrame: Int64)] = []
+            var seen: Int64 = 0
+            try writeTestFile(path: path, fps: fps, rate: 48000, channels: 1, seconds: 6, afterFrame: { n, mp4 in
+                guard mp4.completeBytes > seen else { return }
+                seen = mp4.completeBytes
+                let h = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+                defer { try? h.close() }
+                prefixes.append((try XCTUnwrap(h.read(upToCount: Int(seen))), n))
+            })
+            XCTAssertGreaterThanOrEqual(prefixes.count, 5, "\(fps.num) fps: one early, then one a second (less x264's delay)")
+            let frameTicks = rescale(90_000, fps.den, fps.num), aacFrameNs = rescale(1024, nanosPerSecond, 48000)
+            var holes = 0
+            for (i, (bytes, n)) in prefixes.enumerated() {
+                let p = tempPath("prefix-\(fps.num)fps-\(i).mp4")
+                try bytes.write(to: URL(fileURLWithPath: p))
+                let what = "\(fps.num) fps, cut after fragment \(i) (\(bytes.count) bytes, \(n + 1) frames in)"
+                let null = try shell(["ffmpeg", "-v", "error", "-xerror", "-i", p, "-f", "null", "-"])
+                XCTAssertEqual(null.status, 0, what); XCTAssertEqual(null.err, "", what)
+                let vpk = try probe(p, ["-select_streams", "v", "-show_entries", "packet=pts", "-show_packets"])["packets"] as! [[String: Any]]
+                let pts = vpk.map { Int64($0["pts"] as! Int) }.sorted()
+                XCTAssertFalse(pts.isEmpty, what)
+                if pts != (0..<Int64(pts.count)).map({ $0 * frameTicks }) { holes += 1; XCTFail("\(what): video pts \(pts.suffix(6))") }
+                let apk = try probe(p, ["-select_streams", "a", "-show_entries", "packet=pts,duration", "-show_packets"])["packets"] as! [[String: Any]]
+                let audioEnd = try XCTUnwrap(apk.compactMap { d in (d["duration"] as? Int).map { Int64(d["pts"] as! Int) + Int64($0) } }.max(), what)
+                let videoEndNs = rescale((pts.last ?? 0) + frameTicks, nanosPerSecond, 90_000)
+                let audioEndNs = rescale(audioEnd, nanosPerSecond, 48000)
+                XCTAssertGreaterThanOrEqual(audioEndNs, videoEndNs - aacFrameNs, "\(what): the audio covers the video")
+            }
+            XCTAssertEqual(holes, 0)
+            // x264's lookahead holds the first frames; the first fragment follows its second output packet.
+            XCTAssertLessThanOrEqual(try XCTUnwrap(prefixes.first).afterFrame, 40, "\(fps.num) fps: first fragment late")
+        }
+    }
+
     /// A finished file has the shape of a recovered one: ftyp, moov, then moof/mdat pairs to the
     /// end, no mfra (libavformat would keep its index in memory for the whole recording).
     func testFinishedFileIsFragmentsOnly() throws {
@@ -155,6 +197,41 @@ final class MP4WriterTests: XCTestCase {
         XCTAssertTrue(MP4Writer.openFailureHint(errno: EACCES).contains("may write to the directory"))
         XCTAssertEqual(MP4Writer.openFailureHint(errno: ENOENT), "check that the directory exists")
         XCTAssertEqual(Set([EROFS, EIO, ENOSPC, EDQUOT, EACCES, ENOENT].map { MP4Writer.openFailureHint(errno: $0) }).count, 6)
+    }
+
+    /// Video that stops coming (a camera that hangs) while audio goes on: once the audio is
+    /// `videoStallMicros` past the video it cuts fragments itself, so the file keeps growing in
+    /// complete fragments, and it ends with all the audio.
+    func testAudioGoesOnWhenVideoStops() throws {
+        let path = tempPath("video-stops.mp4")
+        let venc = try H264Encoder(width: 64, height: 64, fps: Rational(30), settings: H264Settings())
+        let aenc = try AACEncoder(format: AudioFormat(sampleRate: 48000, channels: 1), settings: AACSettings())
+        let mp4 = try MP4Writer(path: path, video: venc, audio: aenc, fragmentMicros: 500_000)
+        let y = [UInt8](repeating: 60, count: 64 * 64), c = [UInt8](repeating: 128, count: 32 * 32)
+        let pcm = [Int16](repeating: 100, count: 1600)       // one frame's worth at 30 fps
+        func audio(_ chunks: Int) throws {
+            for _ in 0..<chunks { try pcm.withUnsafeBufferPointer { try aenc.encode(interleaved: $0) { try mp4.writeAudio($0) } } }
+        }
+        for n in 0..<Int64(60) {                           // 2 s of both
+            try audio(1)
+            try y.withUnsafeBufferPointer { y in
+                try c.withUnsafeBufferPointer { c in
+                    let f = I420Frame(y: y.baseAddress!, u: c.baseAddress!, v: c.baseAddress!,
+                                      strideY: 64, strideU: 32, strideV: 32, width: 64, height: 64)
+                    try venc.encode(f, pts: n * 3000) { try mp4.writeVideo($0) }
+                }
+            }
+        }
+        try venc.flush { try mp4.writeVideo($0) }
+        let before = mp4.completeBytes
+        try audio(30 * 10)                                  // then 10 s of audio alone
+        XCTAssertGreaterThan(mp4.completeBytes, before, "fragments are still cut while only audio comes")
+        try aenc.flush { try mp4.writeAudio($0) }
+        try mp4.finish()
+        let null = try shell(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
+        XCTAssertEqual(null.status, 0); XCTAssertEqual(null.err, "")
+        let pcmOut = try shell(["ffmpeg", "-v", "error", "-i", path, "-map", "0:a", "-f", "s16le", "-acodec", "pcm_s16le", "-"])
+        XCTAssertGreaterThanOrEqual(pcmOut.out.count / 2, 12 * 48000, "all 12 s of audio are in the file")
     }
 
     func testAudioOnlyFile() throws {

@@ -7,6 +7,8 @@ import random
 import subprocess
 import time
 
+import reel_verify as rv
+
 
 def duration_s(path):
     out = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", path],
@@ -42,4 +44,8 @@ def test_twenty_kills_lose_at_most_a_second_each(reeld, tmp_path, note):
         lost = elapsed - duration_s(path)
         worst = max(worst, lost)
         assert lost <= 1.0, f"{name}: killed after {elapsed:.2f} s of recording, the file holds {elapsed - lost:.2f} s"
+        # A correct recording to its last frame: no frame missing before it (no fragment ends
+        # where B-frames are still to come), flashes on beeps, the timecode intact.
+        rep = rv.analyze(path)
+        assert rv.defects_cut_short(rep) == [], f"{name}:\n{rv.format_report(rep)}"
     note(f"20 SIGKILLs: 20/20 recovered and decode clean; worst loss {worst:.2f} s")

@@ -617,8 +617,10 @@ def defects(report, sync_tolerance_ms=None):
             v_end = (v["start"] or 0) + v["duration"]
             diff = abs(a_end - v_end) * a["sample_rate"]
             if diff > AAC_FRAME:
+                # a file cut short (crash, full disk) keeps audio up to x264's delay past its video
+                why = "; a file cut short by a crash or a full disk ends so" if a_end > v_end else ""
                 out.append(f"audio ends at {a_end:.4f} s, video at {v_end:.4f} s "
-                           f"({diff:.0f} samples apart, more than one AAC frame)")
+                           f"({diff:.0f} samples apart, more than one AAC frame{why})")
         if abs(a["start"] - (v["start"] or 0)) * 1000 > v["frame_ms"]:
             out.append(f"audio starts at {a['start']:.4f} s, video at {v['start']:.4f} s")
         if a["max_channel_difference"] > 64:

@@ -53,8 +53,10 @@ extension Report {
             if let vEnd = v.end {
                 let diff = ((a.end - vEnd).magnitude * Fraction(Int64(a.sampleRate))).double
                 if diff > Double(Thresholds.aacFrame) {
+                    // A file cut short (crash, full disk) keeps audio up to x264's delay past its video.
+                    let why = a.end > vEnd ? "; a file cut short by a crash or a full disk ends so" : ""
                     out.append("audio ends at \(fmt(a.end.double, 4)) s, video at \(fmt(vEnd.double, 4)) s "
-                               + "(\(fmt(diff, 0)) samples apart, more than one AAC frame)")
+                               + "(\(fmt(diff, 0)) samples apart, more than one AAC frame\(why))")
                 }
             }
             let vStart = v.start ?? Fraction(0)

@@ -195,3 +195,15 @@ public func alsaLostSamples(expectedTime: Nanos, actualTime: Nanos, sampleRate: 
     let n = rescale(actualTime - expectedTime, Int64(sampleRate), nanosPerSecond)
     return n > tolerance ? n : 0
 }
+
+/// The capture time of the first chunk read after an overrun was recovered. Recovery prepares
+/// the device, which drops everything still in its buffer, and starts it again at `restartedAt`
+/// (CLOCK_MONOTONIC, taken just before the restart): nothing read afterwards can have been
+/// captured earlier, whatever the driver's timestamp says. snd-aloop once reported the first
+/// chunk after a restart as captured where the last one before the overrun ended (a stale
+/// status), which hid a 1.5 s loss: the audio after it ran 1.5 s early. A stamp up to `slack`
+/// (a period) before the restart is the driver's usual granularity (snd-aloop's is 1-3 ms) and
+/// is kept; an earlier one is stale, and the restart is the better bound.
+public func alsaFirstCaptureTimeAfterRestart(stamped: Nanos, restartedAt: Nanos, slack: Nanos) -> Nanos {
+    stamped < restartedAt - slack ? restartedAt : stamped
+}

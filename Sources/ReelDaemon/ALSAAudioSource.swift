@@ -190,6 +190,7 @@ public final class ALSAAudioSource: CaptureThread, CaptureSource, @unchecked Sen
         var sample: Int64 = 0
         var expectedNext: Nanos?
         var recovered = false
+        var restartedAt: Nanos = 0
         var ts = timespec()
         var chunks: Int64 = 0, droppedChunks: Int64 = 0
         var warnedClock = false
@@ -206,7 +207,14 @@ public final class ALSAAudioSource: CaptureThread, CaptureSource, @unchecked Sen
                 let what = n == -Int(EPIPE) ? "overrun" : "suspend"
                 let r = snd_pcm_recover(p, Int32(n), 1)
                 guard r >= 0 else { return "ALSA device '\(deviceName)' failed: cannot recover from \(what): \(alsaErrorText(r)) (reconnect it; see 'reelctl devices')" }
-                if snd_pcm_state(p) != SND_PCM_STATE_RUNNING { _ = snd_pcm_start(p) }
+                if snd_pcm_state(p) != SND_PCM_STATE_RUNNING {
+                    // Prepared, so its buffer was dropped: what is read from now on was captured
+                    // after this instant. (A resumed suspend may still hold older periods.)
+                    restartedAt = SystemClock.now()
+                    _ = snd_pcm_start(p)
+                } else {
+                    restartedAt = 0
+                }
                 stats.withLock { xruns += 1 }
                 recovered = true
                 continue
@@ -227,6 +235,14 @@ public final class ALSAAudioSource: CaptureThread, CaptureSource, @unchecked Sen
                 if ht > 0 {
                     time = alsaCaptureTime(htstamp: ht, delayFrames: Int64(snd_pcm_status_get_delay(pcm.status)),
                                            framesJustRead: Int64(n), sampleRate: rate)
+                }
+            }
+            if recovered {
+                let t = alsaFirstCaptureTimeAfterRestart(stamped: time, restartedAt: restartedAt,
+                                                         slack: format.sampleTime(Int64(pcm.periodFrames)))
+                if t != time {
+                    logger.warning("ALSA device '\(deviceName)': its timestamp puts the first period after the overrun \((t - time) / 1_000_000) ms before the restart (stale); timed from the restart instead")
+                    time = t
                 }
             }
             if recovered, let expectedNext {

@@ -110,4 +110,22 @@ final class CaptureTests: XCTestCase {
         XCTAssertEqual(alsaLostSamples(expectedTime: t, actualTime: t + 4_000_000, sampleRate: 48000, tolerance: 240), 0)
         XCTAssertEqual(alsaLostSamples(expectedTime: t, actualTime: t - 50_000_000, sampleRate: 48000, tolerance: 240), 0)
     }
+
+    /// CI's overrun run: snd-aloop stamped the first period after the restart as captured where
+    /// the last one before the 1.6 s freeze ended, the loss came out as 0 samples, and the audio
+    /// after it ran 1.5 s early. Nothing read after a restart was captured before it.
+    func testOverrunLossIsTimedFromTheRestartWhenTheStampIsStale() {
+        let expected: Nanos = 10 * nanosPerSecond, restart = expected + 1_500_000_000
+        let stale = expected + 1_000_000
+        let period: Nanos = 10_000_000
+        let t = alsaFirstCaptureTimeAfterRestart(stamped: stale, restartedAt: restart, slack: period)
+        XCTAssertEqual(t, restart)
+        XCTAssertEqual(alsaLostSamples(expectedTime: expected, actualTime: t, sampleRate: 48000, tolerance: 240), 72000)
+        XCTAssertEqual(alsaLostSamples(expectedTime: expected, actualTime: stale, sampleRate: 48000, tolerance: 240), 0,
+                       "the stale stamp alone hides the loss")
+        // A stamp after the restart, or a little before it (the driver's granularity: snd-aloop
+        // stamps 1-3 ms early), is the better measure and is kept.
+        XCTAssertEqual(alsaFirstCaptureTimeAfterRestart(stamped: restart + 3_000_000, restartedAt: restart, slack: period), restart + 3_000_000)
+        XCTAssertEqual(alsaFirstCaptureTimeAfterRestart(stamped: restart - 3_000_000, restartedAt: restart, slack: period), restart - 3_000_000)
+    }
 }

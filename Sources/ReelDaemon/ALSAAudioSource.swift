@@ -190,7 +190,7 @@ public final class ALSAAudioSource: CaptureThread, CaptureSource, @unchecked Sen
         var sample: Int64 = 0
         var expectedNext: Nanos?
         var recovered = false
-        var restartedAt: Nanos = 0
+        var restartedAt: Nanos?     // when the last recovery restarted a prepared (emptied) PCM
         var ts = timespec()
         var chunks: Int64 = 0, droppedChunks: Int64 = 0
         var warnedClock = false
@@ -213,7 +213,7 @@ public final class ALSAAudioSource: CaptureThread, CaptureSource, @unchecked Sen
                     restartedAt = SystemClock.now()
                     _ = snd_pcm_start(p)
                 } else {
-                    restartedAt = 0
+                    restartedAt = nil
                 }
                 stats.withLock { xruns += 1 }
                 recovered = true
@@ -237,7 +237,7 @@ public final class ALSAAudioSource: CaptureThread, CaptureSource, @unchecked Sen
                                            framesJustRead: Int64(n), sampleRate: rate)
                 }
             }
-            if recovered {
+            if recovered, let restartedAt {
                 let t = alsaFirstCaptureTimeAfterRestart(stamped: time, restartedAt: restartedAt,
                                                          slack: format.sampleTime(Int64(pcm.periodFrames)))
                 if t != time {

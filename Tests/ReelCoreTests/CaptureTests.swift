@@ -111,9 +111,10 @@ final class CaptureTests: XCTestCase {
         XCTAssertEqual(alsaLostSamples(expectedTime: t, actualTime: t - 50_000_000, sampleRate: 48000, tolerance: 240), 0)
     }
 
-    /// CI's overrun run: snd-aloop stamped the first period after the restart as captured where
-    /// the last one before the 1.6 s freeze ended, the loss came out as 0 samples, and the audio
-    /// after it ran 1.5 s early. Nothing read after a restart was captured before it.
+    /// An overrun in a clean-clone `make test` run: snd-aloop stamped the first period after the
+    /// restart as captured where the last one before the 1.6 s freeze ended, the loss came out as
+    /// 0 samples, and the audio after it ran 1.5 s early. Nothing read after a restart was
+    /// captured before it.
     func testOverrunLossIsTimedFromTheRestartWhenTheStampIsStale() {
         let expected: Nanos = 10 * nanosPerSecond, restart = expected + 1_500_000_000
         let stale = expected + 1_000_000

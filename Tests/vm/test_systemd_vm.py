@@ -9,8 +9,8 @@ it up; scripts/vm/guest/systemd-inside.sh runs inside and leaves facts, files an
 /out, which these checks read."""
 
 import json
-import re
 import os
+import re
 import subprocess
 
 import numpy as np

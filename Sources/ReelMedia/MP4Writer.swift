@@ -21,6 +21,11 @@ import ReelCore
 ///   audio that far past its video, and a file cut short keeps that audio rather than trimming it.
 ///   Audio may cut fragments itself only when the video has fallen `videoStallMicros` behind (a
 ///   camera that hangs), so fragments keep coming.
+/// - Each video packet is held until the next one arrives and is written with its true duration
+///   (next dts - its dts), not x264's nominal one frame: a fragment's last sample takes its
+///   duration from the packet, and the next fragment starts where the durations sum to, so a
+///   frame dropped just before a cut would move every later frame one frame early (FFmpeg then
+///   finds two frames at one pts). The last packet is written by `finish()`.
 /// - `finish()` writes the last fragment only; nothing is rewritten or moved. `skip_trailer`: no
 ///   `mfra` random-access index at the end, because libavformat keeps 40 bytes per fragment and
 ///   track in memory for it (1.1 MiB over two hours of 0.5 s fragments, growth a long recording
@@ -64,6 +69,9 @@ public final class MP4Writer {
     private var video: Track?
     private var audio: Track?
     private var nextCutMicros: Int64
+    /// The video packet waiting for the next one (its bytes in `heldVideoBytes`, reused).
+    private var heldVideo: (pts: Int64, dts: Int64, duration: Int64, isKeyframe: Bool, mayCut: Bool)?
+    private var heldVideoBytes: [UInt8] = []
     private var fragments = 0
     private var finished = false
     private var finalBytes: Int64 = 0
@@ -169,10 +177,23 @@ public final class MP4Writer {
     /// Writes one H.264 packet (times in the video encoder's time base), in the encoder's output order.
     public func writeVideo(_ p: Packet) throws {
         guard let video else { throw MediaError("MP4Writer.writeVideo on '\(path)': the file was created without video") }
-        // Later in display order than every frame written: the frames so far have no hole.
+        if let writeFailure { throw writeFailure }
+        // Later in display order than every frame before it: those have no hole, so a fragment may end there.
         let mayCut = video.maxPts.map { p.pts > $0 } ?? true
-        try write(p, video, mayCut: mayCut)
         video.maxPts = max(video.maxPts ?? p.pts, p.pts)
+        if let h = heldVideo { try writeHeldVideo(h, duration: max(1, p.dts - h.dts), video) }
+        heldVideoBytes.removeAll(keepingCapacity: true)
+        heldVideoBytes.append(contentsOf: p.data)
+        heldVideo = (p.pts, p.dts, p.duration, p.isKeyframe, mayCut)
+    }
+
+    private func writeHeldVideo(_ h: (pts: Int64, dts: Int64, duration: Int64, isKeyframe: Bool, mayCut: Bool),
+                                duration: Int64, _ video: Track) throws {
+        heldVideo = nil
+        try heldVideoBytes.withUnsafeBytes { bytes in
+            try write(Packet(data: bytes, pts: h.pts, dts: h.dts, duration: duration, isKeyframe: h.isKeyframe),
+                      video, mayCut: h.mayCut)
+        }
     }
 
     /// Writes one AAC packet (times in the audio encoder's time base), in the encoder's output order.
@@ -195,6 +216,7 @@ public final class MP4Writer {
         guard !finished else { return }
         let ctx = out.p
         guard ctx.pointee.pb != nil else { throw MediaError("MP4Writer.finish on '\(path)': the file was already abandoned") }
+        if let h = heldVideo, let video { try writeHeldVideo(h, duration: h.duration, video) }
         // The last fragment explicitly (a NULL packet flushes with frag_custom), then the trailer,
         // which with skip_trailer writes nothing more.
         try checkWrite(av_write_frame(ctx, nil), "cannot write the last fragment of '\(path)'")

@@ -129,7 +129,6 @@ final class MP4WriterTests: XCTestCase {
             })
             XCTAssertGreaterThanOrEqual(prefixes.count, 5, "\(fps.num) fps: one early, then one a second (less x264's delay)")
             let frameTicks = rescale(90_000, fps.den, fps.num), aacFrameNs = rescale(1024, nanosPerSecond, 48000)
-            var holes = 0
             for (i, (bytes, n)) in prefixes.enumerated() {
                 let p = tempPath("prefix-\(fps.num)fps-\(i).mp4")
                 try bytes.write(to: URL(fileURLWithPath: p))
@@ -139,16 +138,54 @@ final class MP4WriterTests: XCTestCase {
                 let vpk = try probe(p, ["-select_streams", "v", "-show_entries", "packet=pts", "-show_packets"])["packets"] as! [[String: Any]]
                 let pts = vpk.map { Int64($0["pts"] as! Int) }.sorted()
                 XCTAssertFalse(pts.isEmpty, what)
-                if pts != (0..<Int64(pts.count)).map({ $0 * frameTicks }) { holes += 1; XCTFail("\(what): video pts \(pts.suffix(6))") }
+                if pts != (0..<Int64(pts.count)).map({ $0 * frameTicks }) { XCTFail("\(what): a hole in the video, pts \(pts.suffix(6))") }
                 let apk = try probe(p, ["-select_streams", "a", "-show_entries", "packet=pts,duration", "-show_packets"])["packets"] as! [[String: Any]]
                 let audioEnd = try XCTUnwrap(apk.compactMap { d in (d["duration"] as? Int).map { Int64(d["pts"] as! Int) + Int64($0) } }.max(), what)
                 let videoEndNs = rescale((pts.last ?? 0) + frameTicks, nanosPerSecond, 90_000)
                 let audioEndNs = rescale(audioEnd, nanosPerSecond, 48000)
                 XCTAssertGreaterThanOrEqual(audioEndNs, videoEndNs - aacFrameNs, "\(what): the audio covers the video")
             }
-            XCTAssertEqual(holes, 0)
             // x264's lookahead holds the first frames; the first fragment follows its second output packet.
             XCTAssertLessThanOrEqual(try XCTUnwrap(prefixes.first).afterFrame, 40, "\(fps.num) fps: first fragment late")
+        }
+    }
+
+    /// Frames dropped before the encoder (a pipeline behind the camera) leave gaps in x264's dts.
+    /// A fragment's last sample takes its duration from its packet and the next fragment starts
+    /// where the durations sum to, so with x264's nominal one-frame durations a gap just before a
+    /// cut moved every later frame a frame early: the systemd VM test's file ended with two frames
+    /// at one pts (`ffmpeg -xerror`: "non monotonically increasing dts"). Every frame must keep its pts.
+    func testDroppedFramesKeepEveryPtsAcrossFragments() throws {
+        var seed: UInt64 = 2026
+        for trial in 0..<12 {
+            let path = tempPath("gaps-\(trial).mp4")
+            let venc = try H264Encoder(width: 64, height: 64, fps: Rational(30), settings: H264Settings())
+            let aenc = try AACEncoder(format: AudioFormat(sampleRate: 48000, channels: 1), settings: AACSettings())
+            let mp4 = try MP4Writer(path: path, video: venc, audio: aenc, fragmentMicros: 500_000)
+            let c = [UInt8](repeating: 128, count: 32 * 32), pcm = [Int16](repeating: 100, count: 1600)
+            var y = [UInt8](repeating: 0, count: 64 * 64)
+            var given: [Int64] = []
+            for n in 0..<Int64(270) {
+                try pcm.withUnsafeBufferPointer { try aenc.encode(interleaved: $0) { try mp4.writeAudio($0) } }
+                seed = seed &* 6364136223846793005 &+ 1442695040888963407
+                if (seed >> 33) % 2 == 0 { continue }              // half the frames dropped, at random
+                for i in y.indices { y[i] = UInt8(16 + (Int(n) * 7 + i) % 200) }
+                try y.withUnsafeBufferPointer { y in
+                    try c.withUnsafeBufferPointer { c in
+                        let f = I420Frame(y: y.baseAddress!, u: c.baseAddress!, v: c.baseAddress!,
+                                          strideY: 64, strideU: 32, strideV: 32, width: 64, height: 64)
+                        try venc.encode(f, pts: n * 3000) { try mp4.writeVideo($0) }
+                    }
+                }
+                given.append(n * 3000)
+            }
+            try venc.flush { try mp4.writeVideo($0) }
+            try aenc.flush { try mp4.writeAudio($0) }
+            try mp4.finish()
+            let null = try shell(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
+            XCTAssertEqual(null.status, 0, "trial \(trial)"); XCTAssertEqual(null.err, "", "trial \(trial)")
+            let vpk = try probe(path, ["-select_streams", "v", "-show_entries", "packet=pts", "-show_packets"])["packets"] as! [[String: Any]]
+            XCTAssertEqual(vpk.map { Int64($0["pts"] as! Int) }.sorted(), given, "trial \(trial): the pts given to x264")
         }
     }
 

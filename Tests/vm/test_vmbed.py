@@ -62,3 +62,29 @@ def test_step_runs_survive_aac(tmp_path):
     off = vmbed.tone_offset_from_runs(got)
     assert abs(off - OFFSET) < 0.01, off
     assert not vmbed.compare_step_runs(got, vmbed.expected_step_runs(off, PAUSES, END), 0.025)
+
+
+def test_copy_over_replaces_what_the_root_has(tmp_path):
+    """The systemd scenario copies Debian's unpacked udev over the host's root, which has udev's
+    files already when the host has udev installed: files and links are replaced, not refused
+    (busybox cp refused with "File exists" and the scenario failed on such hosts)."""
+    src, root = tmp_path / "udev", tmp_path / "root"
+    for d in (src / "usr/lib/systemd/system/sockets.target.wants", root / "usr/lib/systemd/system/sockets.target.wants"):
+        d.mkdir(parents=True)
+    (src / "usr/lib/systemd/systemd-udevd").write_text("new")
+    (src / "usr/lib/systemd/system/sockets.target.wants/udevd.socket").symlink_to("../udevd.socket")
+    (src / "usr/lib/new-only").write_text("n")
+    (root / "usr/lib/systemd/systemd-udevd").write_text("old")
+    (root / "usr/lib/systemd/system/sockets.target.wants/udevd.socket").symlink_to("../old.socket")
+    (root / "usr/lib/host-only").write_text("h")
+    lib = os.path.join(os.path.dirname(__file__), "..", "..", "scripts/vm/guest/lib.sh")
+    # lib.sh makes /run/reel; the function alone is what is under test
+    fn = subprocess.run(["sed", "-n", "/^copy_over()/,/^}/p", lib], stdout=subprocess.PIPE, text=True, check=True).stdout
+    assert fn.strip(), "copy_over not found in guest/lib.sh"
+    p = subprocess.run(["busybox", "sh", "-ec", fn + f'\ncopy_over "{src}" "{root}"'],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert p.returncode == 0, p.stdout
+    assert (root / "usr/lib/systemd/systemd-udevd").read_text() == "new"
+    assert os.readlink(root / "usr/lib/systemd/system/sockets.target.wants/udevd.socket") == "../udevd.socket"
+    assert (root / "usr/lib/new-only").read_text() == "n"
+    assert (root / "usr/lib/host-only").read_text() == "h"

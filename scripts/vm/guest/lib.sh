@@ -21,6 +21,14 @@ wait_for() {
     done
 }
 
+# copy_over SRC DST: copies the tree SRC over DST (cp -a), replacing what DST already has.
+# busybox cp will not replace a file or link that exists ("File exists"), so each one is removed
+# first: the systemd scenario's udev goes over a host root that may or may not have udev.
+copy_over() {
+    (cd "$1/" && find . ! -type d) | while IFS= read -r _f; do rm -f "$2/$_f"; done
+    cp -a "$1/." "$2/"
+}
+
 # reeld_start ARGS...: start reeld in the background (log in $OUT/reeld.log, recordings in
 # $OUT unless ARGS name another --output-dir) and wait until it answers `reelctl status`.
 reeld_start() {

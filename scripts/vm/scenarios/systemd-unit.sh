@@ -21,8 +21,10 @@ inside=$VM_HOST_REPO/scripts/vm/guest/systemd-inside.sh
 
 # udev, as on any capture box (the host image may lack it: scripts/vm/prepare unpacks Debian's
 # package into its cache). Its rules give /dev/video* group video and /dev/snd/* group audio.
-[ -x "$R$VM_HOST_CACHE/udev/usr/bin/udevadm" ] || { log "no udev in $VM_HOST_CACHE/udev: run scripts/vm/prepare"; exit 2; }
-cp -a "$R$VM_HOST_CACHE/udev/." $R/
+# A host that has udev installed already has these files: copy_over replaces them.
+udev=$R$VM_HOST_CACHE/udev
+[ -x "$udev/usr/bin/udevadm" ] || { log "no udev in $VM_HOST_CACHE/udev: run scripts/vm/prepare"; exit 2; }
+copy_over "$udev" $R
 rm -f $R/.done
 
 # A boot target with only what the test needs (the host's multi-user.target would start its

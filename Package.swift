@@ -37,17 +37,41 @@ let package = Package(
                 dependencies: ["ReelCore", "CReelShim", "CX264", "CFFmpeg", "CYUV", "CTurboJPEG"],
                 path: "Sources/ReelMedia"),
 
-        // --- Control protocol (line-delimited JSON over a Unix socket), shared by both programs. ---
-        .target(name: "ReelControl", dependencies: ["ReelCore", .product(name: "Logging", package: "swift-log")], path: "Sources/ReelControl"),
+        // --- System: one errno text, one EINTR retry, the monotonic clock, locks and queues,
+        // heartbeats. Used by every stage below; no C library but Glibc. ---
+        .target(name: "ReelSystem", dependencies: ["ReelCore"], path: "Sources/ReelSystem"),
 
-        // --- The daemon: sources, pipeline, recorder, control server. ---
-        .target(name: "ReelDaemon",
-                dependencies: ["ReelCore", "ReelMedia", "ReelControl", "CReelShim", "CV4L2", "CALSA",
+        // --- Control protocol (line-delimited JSON over a Unix socket), shared by both programs. ---
+        .target(name: "ReelControl", dependencies: ["ReelCore", "ReelSystem", .product(name: "Logging", package: "swift-log")],
+                path: "Sources/ReelControl"),
+
+        // --- The daemon, one module per stage (docs/ARCHITECTURE.md's diagram, left to right). ---
+        // Capture: V4L2, ALSA, file and synthetic sources, device discovery, the frame pools.
+        .target(name: "ReelCapture",
+                dependencies: ["ReelCore", "ReelSystem", "ReelMedia", "ReelControl", "CReelShim", "CV4L2", "CALSA",
                                .product(name: "Logging", package: "swift-log")],
-                path: "Sources/ReelDaemon"),
+                path: "Sources/ReelCapture"),
+        // Storage: durability (fsync, the .part lock), recovery, free space, write-failure text, the finish hook.
+        .target(name: "ReelStorage",
+                dependencies: ["ReelCore", "ReelSystem", "ReelMedia", .product(name: "Logging", package: "swift-log")],
+                path: "Sources/ReelStorage"),
+        // Pipeline: the recording session (timeline, encoders, muxer), its queues and audio paths.
+        .target(name: "ReelPipeline",
+                dependencies: ["ReelCore", "ReelSystem", "ReelMedia", "ReelCapture", "ReelStorage",
+                               .product(name: "Logging", package: "swift-log")],
+                path: "Sources/ReelPipeline"),
+        // Config: the setting table, reeld.toml (TOML 1.0 in Swift), validation.
+        .target(name: "ReelConfig", dependencies: ["ReelCore", "ReelSystem", "ReelMedia", "ReelStorage"],
+                path: "Sources/ReelConfig"),
+        // Service: the recorder state machine, supervisor, notify, socket activation, peer policy, logging.
+        .target(name: "ReelService",
+                dependencies: ["ReelCore", "ReelSystem", "ReelMedia", "ReelControl", "ReelCapture", "ReelStorage",
+                               "ReelPipeline", "ReelConfig", .product(name: "Logging", package: "swift-log")],
+                path: "Sources/ReelService"),
 
         .executableTarget(name: "reeld",
-                          dependencies: ["ReelDaemon", "ReelCore",
+                          dependencies: ["ReelService", "ReelPipeline", "ReelCapture", "ReelStorage", "ReelConfig",
+                                         "ReelSystem", "ReelControl", "ReelMedia", "ReelCore",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                          .product(name: "Logging", package: "swift-log")],
                           path: "Sources/reeld"),
@@ -62,16 +86,18 @@ let package = Package(
 
         // --- Fuzzing (`make fuzz`): the checks, and one libFuzzer entry point per parser; built
         // normally they replay files through the same checks (Tests/fuzz, docs/RELIABILITY.md). ---
-        .target(name: "ReelFuzz", dependencies: ["ReelControl", "ReelDaemon"], path: "Sources/ReelFuzz"),
+        .target(name: "ReelFuzz", dependencies: ["ReelControl", "ReelConfig"], path: "Sources/ReelFuzz"),
         .executableTarget(name: "fuzz-request", dependencies: ["ReelFuzz"], path: "Sources/fuzz-request"),
         .executableTarget(name: "fuzz-config", dependencies: ["ReelFuzz"], path: "Sources/fuzz-config"),
 
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"], path: "Tests/ReelCoreTests"),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore", "CFFmpeg"], path: "Tests/ReelMediaTests"),
-        .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelDaemon"], path: "Tests/ReelControlTests"),
-        .testTarget(name: "ReelDaemonTests", dependencies: ["ReelDaemon", "ReelControl", "ReelCore"], path: "Tests/ReelDaemonTests"),
+        .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelSystem", "ReelCore"], path: "Tests/ReelControlTests"),
+        .testTarget(name: "ReelConfigTests", dependencies: ["ReelConfig", "ReelCore"], path: "Tests/ReelConfigTests"),
+        .testTarget(name: "ReelStorageTests", dependencies: ["ReelStorage", "ReelCore"], path: "Tests/ReelStorageTests"),
+        .testTarget(name: "ReelServiceTests", dependencies: ["ReelService", "ReelSystem", "ReelControl", "ReelCore"], path: "Tests/ReelServiceTests"),
         .testTarget(name: "ReelVerifyTests", dependencies: ["ReelVerify"], path: "Tests/ReelVerifyTests"),
-        .testTarget(name: "ReelFuzzTests", dependencies: ["ReelFuzz", "ReelDaemon", "ReelControl"], path: "Tests/ReelFuzzTests"),
+        .testTarget(name: "ReelFuzzTests", dependencies: ["ReelFuzz", "ReelConfig", "ReelControl"], path: "Tests/ReelFuzzTests"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import ReelSystem
 
 /// A connection to reeld's control socket. Send requests one at a time; the connection stays
 /// open for further requests until the client is released. Not for use from several threads at once.

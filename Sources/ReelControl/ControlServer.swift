@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Logging
+import ReelSystem
 import Synchronization
 
 /// What the daemon implements. Called on a thread of its own for each request (never on the

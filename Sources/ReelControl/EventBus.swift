@@ -1,3 +1,4 @@
+import ReelSystem
 import Synchronization
 
 /// Fans `ControlEvent`s out to event-stream subscribers (`events` connections).

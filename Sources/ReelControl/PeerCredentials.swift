@@ -1,4 +1,5 @@
 import Glibc
+import ReelSystem
 
 /// Who is on the other end of a control connection, as the kernel saw it at connect time
 /// (SO_PEERCRED, SO_PEERGROUPS): not something the client can claim.

@@ -1,4 +1,5 @@
 import Glibc
+import ReelSystem
 
 /// Where the control socket is: `--socket` beats `REEL_SOCKET` beats `/run/reel/reeld.sock`.
 public enum SocketPath {

@@ -76,3 +76,11 @@ public func parseSeconds(_ text: String) -> Nanos? {
     }
     return whole * nanosPerSecond + frac
 }
+
+/// "00:01:23.456"
+public func formatDuration(_ ns: Nanos) -> String {
+    let ms = ns / 1_000_000
+    let s = ms / 1000
+    func pad(_ v: Int64, _ w: Int) -> String { let t = String(v); return String(repeating: "0", count: max(0, w - t.count)) + t }
+    return "\(pad(s / 3600, 2)):\(pad(s / 60 % 60, 2)):\(pad(s % 60, 2)).\(pad(ms % 1000, 3))"
+}

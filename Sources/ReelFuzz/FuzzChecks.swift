@@ -1,6 +1,6 @@
 import Foundation
+import ReelConfig
 import ReelControl
-import ReelDaemon
 
 /// What the fuzzers check on one input, shared by the libFuzzer entry points (`fuzz-request`,
 /// `fuzz-config`; `make fuzz`) and the replay of the seed corpora and regression inputs in

@@ -2,9 +2,11 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Logging
+import ReelConfig
 import ReelCore
-import ReelDaemon
 import ReelMedia
+import ReelPipeline
+import ReelService
 
 /// `reeld`: the daemon (`serve`, the default) or a one-shot recording (`record`).
 struct Reeld: ParsableCommand {

@@ -2,10 +2,14 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Logging
+import ReelCapture
+import ReelConfig
 import ReelControl
 import ReelCore
-import ReelDaemon
 import ReelMedia
+import ReelPipeline
+import ReelService
+import ReelStorage
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -4,6 +4,7 @@ import Synchronization
 import XCTest
 
 @testable import ReelControl
+import ReelSystem
 
 final class ServerTests: XCTestCase {
     func testEveryCommandRoundTripsOnOneConnection() throws {

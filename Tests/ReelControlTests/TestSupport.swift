@@ -6,6 +6,7 @@ import Synchronization
 import XCTest
 
 @testable import ReelControl
+import ReelSystem
 
 // MARK: - Temporary socket directories
 

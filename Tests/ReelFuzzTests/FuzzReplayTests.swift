@@ -1,6 +1,6 @@
 import Foundation
 import ReelControl
-import ReelDaemon
+import ReelConfig
 import ReelFuzz
 import XCTest
 

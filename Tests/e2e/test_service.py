@@ -250,7 +250,7 @@ def test_check_config_precedence_and_errors(reel_bin_dir, tmp_path):
 
 
 def test_check_config_refuses_hostile_files_without_crashing(reel_bin_dir, tmp_path):
-    """A few cases of the hostile-config sweep (Tests/ReelDaemonTests/HostileConfigTests.swift) through
+    """A few cases of the hostile-config sweep (Tests/ReelConfigTests/HostileConfigTests.swift) through
     the real binary: each exits 1 with the file, line and what is wrong; none crashes."""
     cases = [(b"crf = 20\n[encoder]\npreset = \"fast\"\n",
               ":2: key 'encoder': reeld.toml has no tables, so 'preset' under [encoder] is not read"),

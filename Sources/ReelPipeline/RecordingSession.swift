@@ -1,0 +1,643 @@
+import Foundation
+import Logging
+import ReelCapture
+import ReelCore
+import ReelMedia
+import ReelStorage
+import ReelSystem
+import Synchronization
+
+/// Which sources and encoder settings a recording uses.
+public struct RecorderConfig: Sendable {
+    public enum Video: Sendable {
+        case none, test(VideoFormat)
+        /// A YUV4MPEG2 file (`--video y4m:PATH`).
+        case y4m(path: String, VideoFormat)
+        /// A V4L2 camera (`/dev/videoN`) at exactly this format, size and rate.
+        case v4l2(device: String, CameraRequest)
+    }
+    public enum Audio: Sendable {
+        case none, test(AudioFormat, skewPpm: Int64)
+        /// A 16-bit PCM WAV file (`--audio wav:PATH`).
+        case wav(path: String, AudioFormat)
+        /// An ALSA capture device (`hw:1,0`, `plughw:1,0`, `default`, ...).
+        case alsa(device: String, AudioFormat)
+    }
+    public var outputDir: String
+    public var video: Video
+    public var audio: Audio
+    public var paced: Bool
+    public var h264: H264Settings
+    public var aac: AACSettings
+    /// Resample the audio so its sample clock follows CLOCK_MONOTONIC (see `DriftLock`).
+    public var driftLock: Bool
+    /// Refuse to start, and finish a recording, when the output file system has less free space (0: no check).
+    public var minFreeBytes: Int64 = 0
+    /// When the file is synced to disk (see `FsyncPolicy`).
+    public var fsync: FsyncPolicy = .fragment
+    /// Program and arguments run after each completed recording, with the file's path appended (empty: none).
+    public var onFinish: [String] = []
+    public var onFinishTimeoutNs: Nanos = 120 * nanosPerSecond
+    public init(outputDir: String, video: Video, audio: Audio, paced: Bool, h264: H264Settings, aac: AACSettings,
+                driftLock: Bool = true) {
+        self.outputDir = outputDir; self.video = video; self.audio = audio; self.paced = paced; self.h264 = h264; self.aac = aac
+        self.driftLock = driftLock
+    }
+    /// What the pipeline receives from the video source (a camera's MJPEG arrives as I420).
+    public var videoFormat: VideoFormat? {
+        switch video {
+        case .none: return nil
+        case let .test(f), let .y4m(_, f): return f
+        case let .v4l2(_, r): return VideoFormat(width: r.width, height: r.height, fps: r.fps, pixelFormat: r.pixelFormat.delivered)
+        }
+    }
+    public var audioFormat: AudioFormat? {
+        switch audio {
+        case .none: return nil
+        case let .test(f, _), let .wav(_, f), let .alsa(_, f): return f
+        }
+    }
+    /// The video source as status shows it while idle, e.g. "v4l2 /dev/video0 640x360 30 yuyv".
+    public var videoDescription: String {
+        switch video {
+        case .none: return "none"
+        case let .test(f): return "test \(f.width)x\(f.height) \(f.fps) \(f.pixelFormat.rawValue)"
+        case let .y4m(path, f): return "y4m:\(path) \(f.width)x\(f.height) \(f.fps) \(f.pixelFormat.rawValue)"
+        case let .v4l2(d, r): return "v4l2 \(d) \(r.width)x\(r.height) \(r.fps) \(r.pixelFormat.rawValue)"
+        }
+    }
+    public var audioDescription: String {
+        switch audio {
+        case .none: return "none"
+        case let .test(f, _): return "test \(f.sampleRate) Hz \(f.channels) ch"
+        case let .wav(path, f): return "wav:\(path) \(f.sampleRate) Hz \(f.channels) ch"
+        case let .alsa(d, f): return "alsa \(d) \(f.sampleRate) Hz \(f.channels) ch"
+        }
+    }
+}
+
+/// What the control plane can see of a running recording; published by the pipeline thread.
+public struct SessionSnapshot: Sendable {
+    public var phase: Timeline.Phase = .recording
+    public var stopping = false
+    public var segmentDurations: [Nanos] = []
+    public var recordedNs: Nanos = 0
+    public var frames: Int64 = 0
+    public var droppedFrames: Int64 = 0
+    public var audioSamples: Int64 = 0
+    public var audioFilledSamples: Int64 = 0
+    public var timestampFixes: Int = 0
+    /// Per channel: the largest |sample| of the audio encoded (kept) over the last ~1 s, 0...32768.
+    public var audioPeak: [Int32] = []
+    /// Bytes of the MP4 written so far.
+    public var bytesWritten: Int64 = 0
+    /// Why a source stopped the recording early (device gone), naming the device.
+    public var sourceError: String?
+    /// Why the file could not be written to the end (disk full, quota, I/O error), and what was
+    /// kept (see `WriteFailureText`).
+    public var storageError: String?
+
+    public init() {}
+}
+
+/// One recording: sources -> timeline -> encoders -> MP4, from `start` to the renamed file.
+///
+/// Threads: each source has its capture thread; everything else (timeline, pixel conversion,
+/// encoding, muxing) runs on this session's pipeline thread, fed by one bounded queue. Capture
+/// threads never wait on it when live: a full pool or queue drops the sample and counts it.
+/// @unchecked Sendable: fields marked "pipeline thread" are touched only by that thread once
+/// `start()` has launched it; the rest are immutable or guarded (`queue`, `monitor`, promises).
+package final class RecordingSession: MediaSink, @unchecked Sendable {
+    package enum Outcome: Sendable { case ok(Timeline.Phase), refused(String), failed(String) }
+    package enum Event: Sendable {
+        case media(MediaEvent)
+        case request(Timeline.Request, at: Nanos?, reply: Promise<Outcome>)
+    }
+
+    package let partPath: String
+    package let finalPath: String
+    package let config: RecorderConfig
+    private let logger: Logger
+    private let queue = BlockingQueue<Event>(capacity: 1024)
+    /// Fulfilled with the final path, or an error message, when the pipeline thread ends.
+    package let finished = Promise<Result<String, RecorderFailure>>()
+    private let monitor = Monitor()
+    private var snapshotValue = SessionSnapshot()
+    /// Unpaced interleaving: each stream's latest media time (video, audio), guarded by `turn`.
+    private let turn = Monitor()
+    private var position: [Nanos?] = [nil, nil]
+    static let unpacedSlack: Nanos = 500_000_000
+    /// Video not arriving for this long counts as stalled (see `Timeline.videoStalled`).
+    static let videoStallTimeout: Nanos = 1_000_000_000
+    /// When the last video frame was handed over by the capture thread (CLOCK_MONOTONIC ns).
+    private let lastVideoArrival = Atomic<Int64>(0)
+
+    // Pipeline thread.
+    private let videoSource: (any CaptureSource)?
+    private let audioSource: (any CaptureSource)?
+    private var timeline: Timeline!
+    private let converter: PixelConverter?
+    private let h264: H264Encoder?
+    private let aac: AACEncoder?
+    private let mux: MP4Writer
+    private let syncer: FileSyncer?
+    private let partLock: PartFileLock
+    fileprivate var syncerClosed = false
+    /// The write failure is a failed fdatasync (`takeSyncFailure`), not a failed write.
+    private var failedSyncing = false
+    private var fifo: AudioFifo
+    private let resampler: DriftResampler?
+    private var drift: DriftLock?
+    private let silence: [Int16]
+    private var lastVideoPts: Int64 = Int64.min
+    private var slots: FrameSlots?           // nil without video
+    private var lastKeptOutput: Nanos?
+    private var ptsFixes = 0
+    private var dropsReported: Int64 = 0
+    private var dropsReportedAt: Nanos = 0
+    private var framesWritten: Int64 = 0
+    /// Audio peak meter: per-channel peak of the current ~100 ms bucket, and the last 10 buckets.
+    private var peakBucket: [Int32] = []
+    private var peakWindow: [[Int32]] = []
+    private var peakRotatedAt: Nanos = 0
+    private var audioFirstSample: Int64?
+    private var audioReceived: Int64 = 0
+    private var audioFilled: Int64 = 0
+    private var sourceFailure: String?
+    private var storageFailure: String?
+    private var failureHandled = false
+    private var stopResolvedAt: Nanos?
+    // Liveness (Health.swift): registered in start(), removed when the pipeline finishes.
+    private let health: HealthMonitor?
+    private var pipelineBeat: Heartbeat?
+    private var videoBeat: Heartbeat?
+    private var audioBeat: Heartbeat?
+
+    /// Requests at fixed source times (ns after T0), applied before the pipeline starts.
+    private let schedule: [(Timeline.Request, Nanos)]
+
+    package init(config: RecorderConfig, partPath: String, finalPath: String, logger: Logger, health: HealthMonitor? = nil,
+         schedule: [(Timeline.Request, Nanos)] = []) throws {
+        self.config = config
+        self.health = health
+        self.schedule = schedule
+        self.partPath = partPath
+        self.finalPath = finalPath
+        self.logger = logger
+        var vs: (any CaptureSource)?
+        var aso: (any CaptureSource)?
+        switch config.video {
+        case .none: vs = nil
+        case let .test(f): vs = TestVideoSource(format: f, paced: config.paced)
+        case let .y4m(path, _): vs = try FileVideoSource(path: path, paced: config.paced)
+        case let .v4l2(device, request): vs = try V4L2VideoSource(path: device, request: request, logger: logger)
+        }
+        switch config.audio {
+        case .none: aso = nil
+        case let .test(f, skew): aso = TestAudioSource(format: f, skewPpm: skew, paced: config.paced)
+        case let .wav(path, _): aso = try FileAudioSource(path: path, paced: config.paced)
+        case let .alsa(device, f): aso = try ALSAAudioSource(device: device, format: f, logger: logger)
+        }
+        videoSource = vs
+        audioSource = aso
+        if let f = config.videoFormat {
+            slots = FrameSlots(fps: f.fps)
+            // A file source hands over I420 (it converts as it reads); the converter then only views the slot.
+            converter = try PixelConverter(width: f.width, height: f.height,
+                                           from: (vs as? FileVideoSource)?.delivers ?? f.pixelFormat)
+            h264 = try H264Encoder(width: f.width, height: f.height, fps: f.fps, settings: config.h264)
+        } else { slots = nil; converter = nil; h264 = nil }
+        if let f = config.audioFormat {
+            aac = try AACEncoder(format: f, settings: config.aac)
+            fifo = AudioFifo(channels: f.channels, capacityFrames: f.sampleRate * 10)
+            silence = [Int16](repeating: 0, count: 1024 * f.channels)
+            resampler = config.driftLock ? try DriftResampler(format: f) : nil
+            drift = config.driftLock ? DriftLock(rate: f.sampleRate) : nil
+        } else {
+            aac = nil
+            resampler = nil
+            fifo = AudioFifo(channels: 1, capacityFrames: 1)
+            silence = []
+        }
+        // A fragment every 0.5 s of media: a crash loses at most that plus the encoder delay (< 1 s).
+        mux = try MP4Writer(path: partPath, video: h264, audio: aac, fragmentMicros: 500_000)
+        partLock = PartFileLock(path: partPath, logger: logger)
+        // fsync = fragment: each fragment is synced by a thread of its own, so a power cut loses
+        // at most about a second and the pipeline never waits on the disk.
+        if config.fsync == .fragment {
+            let syncer = try FileSyncer(path: partPath, logger: logger)
+            mux.onFragmentWritten = { syncer.request() }
+            self.syncer = syncer
+        } else { syncer = nil }
+    }
+
+    package var sourceDescriptions: (video: String?, audio: String?) { (videoSource?.description, audioSource?.description) }
+
+    package var snapshot: SessionSnapshot { monitor.withLock { snapshotValue } }
+
+    /// Starts the sources at a common T0 and the pipeline thread.
+    package func start() {
+        let t0 = SystemClock.now()
+        lastVideoArrival.store(t0, ordering: .relaxed)
+        timeline = Timeline(start: t0, hasVideo: videoSource != nil, audio: config.audioFormat)
+        for (r, at) in schedule { _ = try? timeline.request(r, at: t0 + at) }
+        if let health {
+            pipelineBeat = health.register("pipeline thread")
+            if videoSource != nil { videoBeat = health.register("video capture thread") }
+            if audioSource != nil { audioBeat = health.register("audio capture thread") }
+        }
+        let thread = Thread { [self] in run() }
+        thread.name = "reel-pipeline"
+        thread.start()
+        videoSource?.start(at: t0, sink: self)
+        audioSource?.start(at: t0, sink: self)
+    }
+
+    // MediaSink, called on capture threads.
+    package func deliver(_ event: MediaEvent, wait: Bool) -> Bool {
+        let beat: Heartbeat?
+        switch event {
+        case .video:
+            beat = videoBeat
+            lastVideoArrival.store(SystemClock.now(), ordering: .relaxed)
+        case .audio: beat = audioBeat
+        case .sourceFailed, .ended: beat = nil
+        }
+        beat?.beat()
+        if TestHooks.freezeCapturePath != nil, beat != nil, beat === (videoBeat ?? audioBeat) { freezeForTest() }
+        return wait ? queue.put(.media(event)) : queue.offer(.media(event))
+    }
+
+    /// Unpaced interleaving (see `MediaSink.awaitTurn`): a stream more than `unpacedSlack` of media
+    /// time ahead of the other waits, unless the other has finished or the recording is closing.
+    package func awaitTurn(video: Bool, at t: Nanos) {
+        guard videoSource != nil, audioSource != nil else { return }
+        let me = video ? 0 : 1, other = 1 - me
+        turn.withLock {
+            position[me] = t
+            turn.broadcast()
+            while !queue.isClosed {
+                guard let theirs = position[other] else {
+                    if (video ? audioSource : videoSource)?.hasExited == true { return }
+                    turn.wait(until: SystemClock.now() + 50_000_000); continue
+                }
+                if t <= theirs + Self.unpacedSlack { return }
+                // The other stream may have ended: its thread exits without posting again.
+                if (video ? audioSource : videoSource)?.hasExited == true { return }
+                turn.wait(until: SystemClock.now() + 50_000_000)
+            }
+        }
+    }
+
+    /// Test-only (REEL_TEST_FREEZE_CAPTURE): blocks this capture thread while the trigger file
+    /// exists, until the recording closes. Polls at 20 ms: a test hook, not synchronisation.
+    private func freezeForTest() {
+        guard TestHooks.freezeRequested() else { return }
+        logger.warning("test hook \(TestHooks.freezeCaptureVariable): freezing the capture thread")
+        while TestHooks.freezeRequested() && !queue.isClosed { SystemClock.sleep(until: SystemClock.now() + 20_000_000) }
+    }
+
+    /// Asks the pipeline for a pause, resume or stop at the current instant. Blocks briefly.
+    package func request(_ r: Timeline.Request) -> Outcome {
+        let reply = Promise<Outcome>()
+        let at: Nanos? = config.paced ? SystemClock.now() : nil // unpaced: at the media position reached
+        guard queue.put(.request(r, at: at, reply: reply)) else { return .refused("cannot \(r): the recording is finishing") }
+        return reply.wait(until: SystemClock.now() + 10 * nanosPerSecond) ?? .failed("cannot \(r): the pipeline did not answer within 10 s")
+    }
+
+    // MARK: Pipeline thread
+
+    private func run() {
+        var failure: String?
+        var lastPublish: Nanos = 0
+        do {
+            while true {
+                pipelineBeat?.beat()
+                let event = queue.take(until: SystemClock.now() + 20_000_000)
+                if config.paced {
+                    let now = SystemClock.now()
+                    timeline.advance(to: now)
+                    // A camera that stops delivering (without an error) must not hold cuts, and the
+                    // audio behind them, forever. Judged on arrivals, not on this thread's lag.
+                    if videoSource != nil, now - lastVideoArrival.load(ordering: .relaxed) > Self.videoStallTimeout {
+                        timeline.videoStalled(upTo: now - Self.videoStallTimeout)
+                    }
+                }
+                if let event { try handle(event) }
+                try drainAudio()
+                if takeSyncFailure() { throw mux.writeFailure! }
+                if let msg = sourceFailure, !failureHandled {
+                    failureHandled = true
+                    logger.error("\(msg); finishing the recording \(partPath)")
+                    if timeline.phase != .stopped { _ = try? timeline.request(.stop, at: timeline.horizon) }
+                    // A video source that failed delivers no frame to resolve cuts on.
+                    if videoSource?.hasExited == true { timeline.videoEnded(at: timeline.horizon) }
+                }
+                // Status is published at most every 100 ms (and on every request), not per frame.
+                let now = SystemClock.now()
+                if now - lastPublish >= 100_000_000 { publish(); lastPublish = now }
+                if timeline.isStopResolved {
+                    if stopResolvedAt == nil { stopResolvedAt = now }
+                    if timeline.isFinished { break }
+                    // The audio source will deliver nothing more (its thread exited and the queue is
+                    // drained), or it has been silent for 2 s: complete the span with silence.
+                    let audioDone = event == nil && (audioSource?.hasExited ?? true)
+                    if audioDone || now - stopResolvedAt! > 2 * nanosPerSecond {
+                        let n = timeline.silenceToFinish()
+                        if n > 0 { logger.warning("audio source delivered no samples for the last \(n) frames; filled with silence") }
+                        try encodeSilence(n)
+                        break
+                    }
+                }
+            }
+        } catch {
+            failure = "\(error)"
+            // A failed write is reported once, with what was kept, when the file is finished.
+            if mux.writeFailure == nil { logger.error("recording \(partPath) failed: \(error)") }
+        }
+        finish(failure: failure)
+    }
+
+    private func handle(_ event: Event) throws {
+        switch event {
+        case let .request(r, at, reply):
+            do {
+                let phase = try timeline.request(r, at: at ?? timeline.horizon)
+                logger.info("\(r) requested (\(partPath))")
+                publish()
+                reply.fulfill(.ok(phase))
+            } catch {
+                reply.fulfill(.refused(error.description))
+            }
+        case let .media(.video(slot, time)):
+            defer { videoSource!.pool.release(slot) }
+            guard case let .keep(out) = timeline.video(at: time), let h264, let converter else { return }
+            // The output frame slot nearest the capture time: a camera's timestamps jitter
+            // (vivid under emulation by ±10 ms), so they are snapped to the frame grid; a frame
+            // whose slot is taken is dropped (FrameSlots says why). Dropped frames leave empty
+            // slots, so timing follows capture time. Synthetic frames are on the grid already.
+            guard let outSlot = slots?.place(out) else { return }
+            let frame = try converter.convert(UnsafeRawBufferPointer(videoSource!.pool.buffer(slot)))
+            let f = config.videoFormat!
+            var pts = rescale(outSlot, h264.timeBase.den * f.fps.den, f.fps.num * h264.timeBase.num)
+            if pts <= lastVideoPts { pts = lastVideoPts + 1; ptsFixes += 1 }
+            lastVideoPts = pts
+            lastKeptOutput = out
+            try h264.encode(frame, pts: pts) { try mux.writeVideo($0) }
+            framesWritten += 1
+        case let .media(.audio(slot, frames, sample, time)):
+            defer { audioSource!.pool.release(slot) }
+            if audioFirstSample == nil { audioFirstSample = sample }
+            let rel = sample - audioFirstSample!
+            if rel > audioReceived {
+                // Samples the source lost: silence keeps every later sample at its true time.
+                let gap = Int(rel - audioReceived)
+                try acceptAudio(nil, frames: gap, time: time)
+                audioReceived += Int64(gap); audioFilled += Int64(gap)
+            }
+            let skip = Int(max(0, audioReceived - rel))  // overlap: never expected, never duplicated
+            guard frames > skip else { return }
+            let base = UnsafeRawPointer(audioSource!.pool.buffer(slot).baseAddress!).assumingMemoryBound(to: Int16.self)
+            let ch = config.audioFormat!.channels
+            try acceptAudio(UnsafeBufferPointer(start: base + skip * ch, count: (frames - skip) * ch), frames: frames - skip,
+                            time: time + config.audioFormat!.sampleTime(Int64(skip)))
+            audioReceived += Int64(frames - skip)
+            if videoSource == nil && !config.paced, let f = config.audioFormat {
+                timeline.advance(to: time + f.sampleTime(Int64(frames)))
+            }
+        case let .media(.sourceFailed(msg)):
+            sourceFailure = msg
+        case let .media(.ended(msg, at, isVideo)):
+            // A file ran out. Video defines the frame grid, so the video's end ends the recording
+            // (audio alone: the audio's end); a shorter audio file is completed with silence, as
+            // for a microphone that stops delivering, and a longer one is cut at the stop.
+            guard isVideo || videoSource == nil else { logger.notice("\(msg) (\(partPath))"); return }
+            logger.notice("\(msg); the recording ends there (\(partPath))")
+            if timeline.phase != .stopped { _ = try? timeline.request(.stop, at: at) }
+            if isVideo { timeline.videoEnded(at: at) } else { timeline.advance(to: at) }
+        }
+    }
+
+    /// Takes delivered samples (nil: `frames` of silence for samples the source lost) into the
+    /// pending FIFO, through the drift-lock resampler when it is on.
+    private func acceptAudio(_ samples: UnsafeBufferPointer<Int16>?, frames: Int, time: Nanos) throws {
+        guard let resampler else {
+            try reserveAudio(frames)
+            fifo.append(samples?.baseAddress, frames: frames)
+            timeline.audioArrived(count: frames, captureTime: time)
+            return
+        }
+        if samples != nil {
+            // Real samples carry a capture time: steer the resampler (a gap's time is only estimated).
+            let c = drift!.compensation(captureTime: time, outputPosition: resampler.outputPosition)
+            try resampler.setCompensation(delta: c.delta, distance: c.distance)
+        }
+        let anchor = drift!.anchor ?? time  // output sample 0 of the locked stream
+        try resampler.process(samples, silentFrames: frames) { out in
+            let n = out.count / fifo.channels
+            try reserveAudio(n)
+            fifo.append(out.baseAddress, frames: n)
+            timeline.audioArrived(count: n, captureTime: anchor)
+        }
+    }
+
+    private func reserveAudio(_ frames: Int) throws {
+        guard frames <= fifo.room else {
+            throw RecorderFailure("audio backlog exceeded 10 s waiting for video to decide the cuts (is the camera delivering?)")
+        }
+    }
+
+    private func drainAudio() throws {
+        guard let aac else { return }
+        while let action = timeline.nextAudioAction() {
+            switch action {
+            case let .keep(n):
+                let channels = fifo.channels  // read before consume(): it holds exclusive access to fifo
+                try fifo.consume(n) { samples in
+                    meterPeak(samples, channels: channels)
+                    try aac.encode(interleaved: samples) { try mux.writeAudio($0) }
+                }
+            case let .drop(n): fifo.discard(n)
+            case let .silence(n): try encodeSilence(n)
+            }
+        }
+    }
+
+    private func encodeSilence(_ frames: Int) throws {
+        guard let aac, let f = config.audioFormat else { return }
+        var left = frames
+        try silence.withUnsafeBufferPointer { zeros in
+            while left > 0 {
+                let n = min(left, 1024)
+                try aac.encode(interleaved: UnsafeBufferPointer(rebasing: zeros[0..<(n * f.channels)])) { try mux.writeAudio($0) }
+                left -= n
+            }
+        }
+    }
+
+    /// Folds kept (encoded) samples into the current peak bucket. Silence filled in for lost or
+    /// missing samples is not metered: it is zero anyway.
+    /// Unsafe: `samples` is the FIFO's storage lent by `consume` for this call only; read in bounds.
+    private func meterPeak(_ samples: UnsafeBufferPointer<Int16>, channels ch: Int) {
+        if peakBucket.count != ch { peakBucket = [Int32](repeating: 0, count: ch) }
+        var i = 0
+        while i + ch <= samples.count {
+            for c in 0..<ch {
+                let v = Int32(samples[i + c]).magnitude  // -32768 → 32768
+                if Int32(v) > peakBucket[c] { peakBucket[c] = Int32(v) }
+            }
+            i += ch
+        }
+    }
+
+    /// The per-channel peak over the last 10 buckets of >= 100 ms plus the current one (~1 s).
+    private func meteredPeak(now: Nanos) -> [Int32] {
+        guard config.audioFormat != nil else { return [] }
+        let ch = fifo.channels
+        if peakBucket.count != ch { peakBucket = [Int32](repeating: 0, count: ch) }
+        var peak = peakBucket
+        for bucket in peakWindow { for c in 0..<ch { peak[c] = max(peak[c], bucket[c]) } }
+        if now - peakRotatedAt >= 100_000_000 {
+            peakWindow.append(peakBucket)
+            if peakWindow.count > 10 { peakWindow.removeFirst() }
+            peakBucket = [Int32](repeating: 0, count: ch)
+            peakRotatedAt = now
+        }
+        return peak
+    }
+
+    /// Drops go to the log as they happen, at most every 10 s, with the count since the last
+    /// report: status shows the total, the journal shows when.
+    private func reportDrops(_ total: Int64) {
+        guard total > dropsReported else { return }
+        let now = SystemClock.now()
+        guard now - dropsReportedAt >= 10 * nanosPerSecond else { return }
+        logger.warning("\(total - dropsReported) video frame(s) dropped since the last report, \(total) in all (lost by the camera, or the pipeline fell behind it: CPU busy or the disk slow; \(partPath))")
+        dropsReported = total
+        dropsReportedAt = now
+    }
+
+    private func publish() {
+        var s = SessionSnapshot()
+        s.audioPeak = meteredPeak(now: SystemClock.now())
+        s.bytesWritten = mux.bytesWritten
+        s.phase = timeline.phase
+        s.stopping = timeline.phase == .stopped
+        s.frames = framesWritten
+        s.audioSamples = timeline.audioOutput
+        s.audioFilledSamples = audioFilled
+        s.droppedFrames = (videoSource?.dropped ?? 0) + Int64(timeline.videoNonMonotonic) + Int64(slots?.collisions ?? 0)
+        s.timestampFixes = ptsFixes + timeline.videoOutputFixes
+        s.sourceError = sourceFailure
+        s.storageError = storageFailure
+        reportDrops(s.droppedFrames)
+        // Recorded duration: the output reached so far (video frame end, or audio length).
+        var recorded: Nanos = 0
+        if let out = lastKeptOutput, let f = config.videoFormat { recorded = out + f.frameTime(1) }
+        if let f = config.audioFormat { recorded = max(recorded, f.sampleTime(timeline.audioOutput)) }
+        s.recordedNs = recorded
+        var closed: Nanos = 0
+        for seg in timeline.segments {
+            if let end = seg.end { s.segmentDurations.append(end - seg.begin); closed += end - seg.begin }
+            else { s.segmentDurations.append(max(0, recorded - closed)) }
+        }
+        monitor.withLock { snapshotValue = s }
+    }
+
+    /// Drains the encoders, writes the trailer, renames NAME.mp4.part to NAME.mp4. On failure the
+    /// .part file (fragmented, so playable up to its last fragment) is still finalised if possible.
+    private func finish(failure: String?) {
+        queue.close()
+        for b in [pipelineBeat, videoBeat, audioBeat] { health?.unregister(b) }
+        videoSource?.stop()
+        audioSource?.stop()
+        while let e = queue.take(until: 0) {
+            if case let .request(_, _, reply) = e { reply.fulfill(.refused("the recording is finishing")) }
+        }
+        var error = failure
+        // After a failed write nothing more is written (no encoder flush, no trailer): the file is
+        // cut back to its last complete fragment below.
+        if mux.writeFailure == nil {
+            do {
+                try h264?.flush { try mux.writeVideo($0) }
+                try aac?.flush { try mux.writeAudio($0) }
+                try mux.finish()
+                closeSyncer()  // the trailer is on disk before the name says the file is complete
+                if !takeSyncFailure() {
+                    if rename(partPath, finalPath) != 0 {
+                        throw RecorderFailure("cannot rename \(partPath) to \(finalPath): \(String(cString: strerror(errno)))")
+                    }
+                    if syncer != nil { FileSyncer.syncDirectory(of: finalPath, logger: logger) }
+                }
+            } catch let e {
+                if mux.writeFailure == nil {
+                    error = error ?? "\(e)"
+                    logger.error("finishing \(partPath) failed: \(e)")
+                }
+            }
+        }
+        var kept: String? = finalPath
+        if let wf = mux.writeFailure {
+            // Nothing more is written; the AAC encoder is drained into nothing only so that
+            // libavcodec does not warn about frames left at close.
+            try? aac?.flush { _ in }
+            let (file, message) = salvage(wf)
+            kept = file
+            storageFailure = message
+            error = message
+        }
+        closeSyncer()
+        partLock.release()
+        publish()
+        if storageFailure != nil, kept == finalPath { finished.fulfill(.success(finalPath)) }  // the error is in the snapshot
+        else if let error { finished.fulfill(.failure(RecorderFailure(error))) } else { finished.fulfill(.success(finalPath)) }
+    }
+
+    /// A failed fdatasync, seen by the sync thread, ends the recording as a failed write does
+    /// (what was written may not be on the disk). True when it did.
+    private func takeSyncFailure() -> Bool {
+        guard mux.writeFailure == nil, let e = syncer?.failure else { return false }
+        mux.markFailed("cannot sync '\(partPath)' to disk: \(String(cString: strerror(e)))", systemError: e)
+        failedSyncing = true
+        return true
+    }
+
+    /// After a failed write: the file is closed without another write, cut back to its last
+    /// complete fragment and renamed (or removed when no fragment was complete). Returns the file
+    /// kept (nil: none; the .part path if it could not be cut or renamed) and the message.
+    private func salvage(_ failure: MediaError) -> (file: String?, message: String) {
+        closeSyncer()
+        let dir = (finalPath as NSString).deletingLastPathComponent
+        let code = failure.systemError ?? EIO
+        let verb = failedSyncing ? "syncing" : "writing"
+        func text(_ kept: WriteFailureText.Kept) -> String {
+            WriteFailureText.message(errno: code, verb: verb, part: partPath, kept: kept, dir: dir)
+        }
+        let kept: (bytes: Int64, micros: Int64)
+        do { kept = try mux.abandon() } catch {
+            return (partPath, text(.unknown("\(error); it stays as \(partPath), which reeld makes playable at its next start")))
+        }
+        guard kept.bytes > 0 else {
+            unlink(partPath)
+            return (nil, text(.nothing))
+        }
+        if rename(partPath, finalPath) != 0 {
+            let why = String(cString: strerror(errno))
+            return (partPath, text(.unknown("cannot rename \(partPath) to \(finalPath): \(why); reeld renames it at its next start")))
+        }
+        if syncer != nil { FileSyncer.syncDirectory(of: finalPath, logger: logger) }
+        return (finalPath, text(.prefix(micros: kept.micros, file: finalPath)))
+    }
+}
+
+
+extension RecordingSession {
+    /// Last sync and the syncer thread's end; logs what syncing cost. Idempotent.
+    fileprivate func closeSyncer() {
+        guard let syncer, !syncerClosed else { return }
+        syncerClosed = true
+        let c = syncer.close()
+        logger.debug("fsync of \(partPath): \(c.count) syncs, mean \(c.meanNs / 1000) us, max \(c.maxNs / 1000) us")
+    }
+}
+

@@ -1,0 +1,54 @@
+import Foundation
+import Logging
+import ReelControl
+import ReelCore
+import ReelPipeline
+import ReelSystem
+
+/// `reeld record`: the daemon's pipeline without the socket, for scripts, benchmarks and long
+/// unpaced runs. Pauses follow a fixed schedule in source time; the recording stops at
+/// `duration` of source time or when a file source ends, whichever comes first.
+public enum OneShot {
+    /// Records into `output` (written as `output.part`, renamed when complete) and returns the
+    /// final path and the last status. `stopNow` lets a signal handler end the run early.
+    public static func record(config: RecorderConfig, output: String, duration: Nanos?,
+                              pauseEvery: Nanos?, pauseFor: Nanos, logger: Logger) throws -> (String, SessionSnapshot) {
+        if FileManager.default.fileExists(atPath: output) {
+            throw RecorderFailure("\(output) already exists (Reel never overwrites a recording; remove it or choose another --output)")
+        }
+        var schedule: [(Timeline.Request, Nanos)] = []
+        if let every = pauseEvery {
+            schedule += Timeline.pauseSchedule(every: every, length: pauseFor, until: duration ?? Nanos.max / 2)
+        }
+        if let duration { schedule.append((.stop, duration)) }
+        let session = try RecordingSession(config: config, partPath: output + ".part", finalPath: output,
+                                           logger: logger, schedule: schedule)
+        current.withLock { $0 = session }
+        defer { current.withLock { $0 = nil } }
+        session.start()
+        logger.notice("recording \(output).part (video: \(session.sourceDescriptions.video ?? "none"), audio: \(session.sourceDescriptions.audio ?? "none"))")
+        switch session.finished.wait(until: nil)! {
+        case let .success(path):
+            // Cut short by a failed write (disk full): the message names what was kept.
+            if let e = session.snapshot.storageError { throw RecorderFailure(e) }
+            return (path, session.snapshot)
+        case let .failure(e): throw e
+        }
+    }
+
+    /// Ends the running one-shot recording early (SIGINT/SIGTERM): it is finished, not lost.
+    public static func stopEarly() {
+        if let s = current.withLock({ $0 }) { _ = s.request(.stop) }
+    }
+
+    private static let current = LockedBox<RecordingSession?>(nil)
+}
+
+/// A value behind a lock, for the rare shared state outside the pipeline.
+/// @unchecked Sendable: `value` is only touched inside `monitor.withLock`.
+final class LockedBox<T>: @unchecked Sendable {
+    private let monitor = Monitor()
+    private var value: T
+    init(_ v: T) { value = v }
+    func withLock<R>(_ body: (inout T) -> R) -> R { monitor.withLock { body(&value) } }
+}

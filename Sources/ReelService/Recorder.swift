@@ -1,0 +1,343 @@
+import Foundation
+import Logging
+import ReelCapture
+import ReelControl
+import ReelCore
+import ReelPipeline
+import ReelStorage
+import ReelSystem
+
+/// The daemon's one recorder: answers control requests, owns at most one recording session.
+/// Every state check happens here or in the timeline, so a command in the wrong state is refused
+/// with a clear error and touches nothing already recorded.
+/// @unchecked Sendable: all mutable state is guarded by `monitor`; `lifecycle` serialises
+/// start/stop so two clients cannot start two sessions or finish one twice.
+public final class Recorder: ControlHandler, @unchecked Sendable {
+    /// The configuration the next recording uses (SIGHUP replaces it; a running one keeps its own).
+    public var config: RecorderConfig { monitor.withLock { currentConfig } }
+    private var currentConfig: RecorderConfig
+    private let logger: Logger
+    private let monitor = Monitor()
+    private let lifecycle = NSLock()
+    private var session: RecordingSession?
+    private var lastFile: String?
+    private var lastError: String?
+    /// The output directory's free space as last measured (`refreshFreeSpace`), at most ~1 s old.
+    private var freeSpace: (dir: String, bytes: Int64?)?
+    private let startedAt = SystemClock.now()
+    /// Called with a one-line state whenever it changes (systemd STATUS=).
+    public var onStateChange: (@Sendable (String) -> Void)?
+    /// Heartbeats of each recording's capture and pipeline threads (read by the Supervisor).
+    public let health: HealthMonitor
+    /// State changes, segments, finished files and errors, for `events` subscribers
+    /// (`ControlServer.attach(events:)`). Publishing never blocks the recorder.
+    public let events = EventBus()
+
+    public init(config: RecorderConfig, logger: Logger, health: HealthMonitor = HealthMonitor()) {
+        self.currentConfig = config
+        self.logger = logger
+        self.health = health
+        refreshFreeSpace()
+    }
+
+    public func handle(_ request: Request) -> Reply {
+        switch request.cmd {
+        case .start: return start(name: request.name, id: request.id)
+        case .pause: return control(.pause, id: request.id)
+        case .resume: return control(.resume, id: request.id)
+        case .stop: return stop(id: request.id)
+        case .status: return reply(id: request.id)
+        case .devices:
+            var r = Reply(v: protocolVersion, id: request.id, ok: true)
+            r.devices = listCaptureDevices()
+            return r
+        case .events:
+            // The server answers `events` itself (ControlServer.attach(events:)).
+            return failure(request.id, .failed("'events' reached the recorder instead of the control server (a bug in reeld; see its log)"))
+        }
+    }
+
+    /// `status` on the control server's I/O thread: it reads only published snapshots under brief
+    /// locks (free space comes from the once-a-second tick), so it never waits on the pipeline.
+    public func quickReply(_ request: Request) -> Reply? {
+        request.cmd == .status ? reply(id: request.id) : nil
+    }
+
+    /// Replaces the configuration for the next recording; the current one is not touched.
+    public func reconfigure(_ c: RecorderConfig) {
+        monitor.withLock { currentConfig = c }
+        refreshFreeSpace()
+    }
+
+    /// Called once a second by the Supervisor: finishes the recording cleanly when free space
+    /// in the output directory drops below min_free_mb.
+    public func tick() {
+        let measured = refreshFreeSpace()
+        guard let s = monitor.withLock({ session }), s.config.minFreeBytes > 0, !s.snapshot.stopping,
+              measured.dir == s.config.outputDir, let free = measured.bytes, free < s.config.minFreeBytes else { return }
+        let msg = "free space in \(s.config.outputDir) fell to \(Storage.megabytes(free)), below min_free_mb \(s.config.minFreeBytes / 1_000_000): finishing \(s.partPath)"
+        logger.error("\(msg)")
+        monitor.withLock { lastError = msg }
+        emitError(msg)
+        Thread.detachNewThread { [self] in _ = stop(id: nil) }
+    }
+
+    /// Free space in the output directory for status, measured here (tick, start, stop) and not
+    /// on the control server's I/O thread: statvfs can block on a failing disk.
+    /// Returns what it measured (the running recording's directory when there is one).
+    @discardableResult
+    private func refreshFreeSpace() -> (dir: String, bytes: Int64?) {
+        let dir = monitor.withLock { (session?.config ?? currentConfig).outputDir }
+        let free = Storage.freeBytes(dir)
+        monitor.withLock { freeSpace = (dir, free) }
+        return (dir, free)
+    }
+
+    /// At start-up: makes any `.part` left by a crash in the output directory playable.
+    public func recoverPartFiles() {
+        Storage.recoverPartFiles(in: config.outputDir, logger: logger)
+    }
+
+    /// Finishes any recording (SIGTERM/SIGINT) and waits for its file.
+    public func shutdown() {
+        if monitor.withLock({ session }) != nil {
+            logger.notice("shutting down: finishing the current recording")
+            _ = stop(id: nil)
+        }
+    }
+
+    // MARK: Commands
+
+    private func start(name: String?, id: Int?) -> Reply {
+        lifecycle.lock(); defer { lifecycle.unlock() }
+        if let s = monitor.withLock({ session }) {
+            return failure(id, .wrongState("cannot start: already recording \(s.partPath) (run 'reelctl stop' first)"))
+        }
+        let config = self.config  // one configuration for the whole recording
+        let paths: (part: String, final: String)
+        switch outputPaths(name: name, dir: config.outputDir) {
+        case let .success(p): paths = p
+        case let .failure(e): return failure(id, e)
+        }
+        if config.minFreeBytes > 0, let free = Storage.freeBytes(config.outputDir), free < config.minFreeBytes {
+            let msg = "cannot start recording: only \(Storage.megabytes(free)) free in \(config.outputDir), below min_free_mb \(config.minFreeBytes / 1_000_000) (free some space, or lower min_free_mb)"
+            logger.error("\(msg)")
+            monitor.withLock { lastError = msg }
+            emitError(msg)
+            return failure(id, .failed(msg))
+        }
+        do {
+            let s = try RecordingSession(config: config, partPath: paths.part, finalPath: paths.final, logger: logger, health: health)
+            monitor.withLock { session = s; lastError = nil }
+            s.start()
+            logger.notice("recording started: \(paths.part) (video: \(s.sourceDescriptions.video ?? "none"), audio: \(s.sourceDescriptions.audio ?? "none"))")
+            refreshFreeSpace()
+            stateChanged(file: paths.part)
+            // When the pipeline ends on its own (source failure, disk error), the session is cleared.
+            Thread.detachNewThread { [self] in
+                let result = s.finished.wait(until: nil)!
+                sessionEnded(s, result)
+            }
+            var r = reply(id: id)
+            r.file = paths.part
+            return r
+        } catch {
+            let msg = "cannot start recording \(paths.part): \(error)"
+            logger.error("\(msg)")
+            unlink(paths.part)
+            monitor.withLock { lastError = msg }
+            emitError(msg)
+            return failure(id, .failed(msg))
+        }
+    }
+
+    private func control(_ r: Timeline.Request, id: Int?) -> Reply {
+        guard let s = monitor.withLock({ session }) else {
+            return failure(id, .wrongState("cannot \(r): not recording (state is idle; run 'reelctl start' first)"))
+        }
+        // A resume begins the segment after those recorded so far.
+        let nextSegment = s.snapshot.segmentDurations.count
+        switch s.request(r) {
+        case .ok:
+            logger.notice("\(r == .pause ? "paused" : "resumed"): \(s.partPath)")
+            if r == .resume {
+                let index = nextSegment
+                events.publish(ControlEvent(event: ControlEvent.Kind.segment, file: s.partPath, segment: index, at: SystemClock.now()))
+            }
+            stateChanged(file: s.partPath)
+            return reply(id: id)
+        case let .refused(msg): return failure(id, .wrongState(msg))
+        case let .failed(msg): return failure(id, .failed(msg))
+        }
+    }
+
+    private func stop(id: Int?) -> Reply {
+        lifecycle.lock(); defer { lifecycle.unlock() }
+        guard let s = monitor.withLock({ session }) else {
+            return failure(id, .wrongState("cannot stop: not recording (state is idle)"))
+        }
+        switch s.request(.stop) {
+        case .ok: break
+        case let .refused(msg): return failure(id, .wrongState(msg))
+        case let .failed(msg): return failure(id, .failed(msg))
+        }
+        stateChanged(file: s.partPath)
+        guard let result = s.finished.wait(until: SystemClock.now() + 120 * nanosPerSecond) else {
+            return failure(id, .failed("stopping \(s.partPath) did not finish within 120 s; the daemon log has details"))
+        }
+        sessionEnded(s, result)
+        switch result {
+        case let .success(path):
+            // Cut short by a failed write: the file is kept, but not all that was asked for.
+            if let e = s.snapshot.storageError { return failure(id, .failed(e)) }
+            var r = reply(id: id, finished: s)
+            r.file = path
+            return r
+        case let .failure(e):
+            if let e = s.snapshot.storageError { return failure(id, .failed(e)) }
+            return failure(id, .failed("recording \(s.partPath) ended with an error: \(e)"))
+        }
+    }
+
+    private func sessionEnded(_ s: RecordingSession, _ result: Result<String, RecorderFailure>) {
+        let changed: Bool = monitor.withLock {
+            guard session === s else { return false }
+            session = nil
+            switch result {
+            case let .success(p):
+                lastFile = p
+                // The file is complete, but a source failed (camera unplugged) or the disk filled: say which and why.
+                if let e = s.snapshot.storageError { lastError = e }
+                else if let e = s.snapshot.sourceError { lastError = "\(e); the recording was finished early into \(p)" }
+            case let .failure(e):
+                lastError = e.description
+                // Whatever file the recording left (finished despite the error, or a .part to recover).
+                lastFile = [s.finalPath, s.partPath].first { FileManager.default.fileExists(atPath: $0) } ?? lastFile
+            }
+            return true
+        }
+        guard changed else { return }
+        refreshFreeSpace()
+        switch result {
+        case let .success(p):
+            let snap = s.snapshot
+            if let e = snap.storageError {
+                logger.error("recording cut short: \(e)", metadata: ["RECORDING": "\(p)"])
+                emitError(e)
+            } else if let e = s.snapshot.sourceError {
+                logger.error("recording \(p) finished early: \(e)")
+                emitError("\(e); the recording was finished early into \(p)")
+            }
+            events.publish(ControlEvent(event: ControlEvent.Kind.finished, file: p, at: SystemClock.now()))
+            let segs = snap.segmentDurations.count
+            logger.notice("recording finished: \(p) (\(segs) segment\(segs == 1 ? "" : "s"), \(formatDuration(snap.recordedNs)), \(snap.frames) frames, \(snap.droppedFrames) dropped)")
+            FinishHook.run(s.config.onFinish, file: p, timeoutNs: s.config.onFinishTimeoutNs, logger: logger)
+        case let .failure(e):
+            if let e = s.snapshot.storageError {
+                logger.error("recording cut short: \(e)")
+                emitError(e)
+            } else {
+                logger.error("recording ended with an error: \(e)")
+                emitError("recording \(s.partPath) ended with an error: \(e)")
+            }
+        }
+        stateChanged(file: nil)
+    }
+
+    // MARK: Helpers
+
+    private func outputPaths(name: String?, dir: String) -> Result<(part: String, final: String), ControlError> {
+        var isDir: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) {
+            do { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+            catch { return .failure(.failed("cannot create output directory \(dir): \(error.localizedDescription) (check --output-dir and permissions)")) }
+        } else if !isDir.boolValue {
+            return .failure(.failed("output directory \(dir) is not a directory (check --output-dir)"))
+        }
+        func exists(_ base: String) -> Bool {
+            FileManager.default.fileExists(atPath: "\(dir)/\(base).mp4") || FileManager.default.fileExists(atPath: "\(dir)/\(base).mp4.part")
+        }
+        var base: String
+        if let name {
+            // One rule for names, shared with the wire parser (callers in-process skip the wire).
+            if let problem = Wire.nameProblem(name) { return .failure(.badRequest(problem)) }
+            base = name.hasSuffix(".mp4") ? String(name.dropLast(4)) : name
+            if exists(base) { return .failure(.failed("\(dir)/\(base).mp4 already exists: choose another --name (Reel never overwrites a recording)")) }
+        } else {
+            var t = time(nil)
+            var tmv = tm()
+            localtime_r(&t, &tmv)
+            var buf = [CChar](repeating: 0, count: 32)
+            strftime(&buf, buf.count, "reel-%Y%m%d-%H%M%S", &tmv)
+            let stem = String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            base = stem
+            var k = 2
+            while exists(base) { base = "\(stem)-\(k)"; k += 1 }
+        }
+        return .success(("\(dir)/\(base).mp4.part", "\(dir)/\(base).mp4"))
+    }
+
+    private func status(finished: RecordingSession? = nil) -> StatusInfo {
+        let (s, lastFile, lastError) = monitor.withLock { (session, self.lastFile, self.lastError) }
+        let current = s ?? finished
+        let snap = current?.snapshot ?? SessionSnapshot()
+        let state: RecorderState
+        if let s {
+            let sn = s.snapshot
+            state = sn.stopping ? .stopping : (sn.phase == .paused ? .paused : .recording)
+        } else { state = .idle }
+        let desc: (video: String?, audio: String?) = current?.sourceDescriptions ?? (nil, nil)
+        var info = StatusInfo(
+            state: state, file: s?.partPath,
+            segments: snap.segmentDurations.enumerated().map { SegmentInfo(index: $0.offset, durationNs: $0.element) },
+            recordedNs: snap.recordedNs, frames: snap.frames, droppedFrames: snap.droppedFrames,
+            audioSamples: snap.audioSamples, lastFile: lastFile, lastError: lastError,
+            video: desc.video ?? config.videoDescription, audio: desc.audio ?? config.audioDescription,
+            uptimeNs: SystemClock.now() - startedAt, audioFilledSamples: snap.audioFilledSamples)
+        if current != nil {
+            info.audioPeakDbfs = snap.audioPeak.map(Self.dbfs)
+            info.bytesWritten = snap.bytesWritten
+        }
+        let dir = (current?.config ?? config).outputDir
+        info.freeBytes = monitor.withLock { freeSpace?.dir == dir ? freeSpace?.bytes : nil }
+        return info
+    }
+
+    /// A sample peak (0...32768) in dBFS with one decimal; nil for digital silence.
+    static func dbfs(_ peak: Int32) -> Double? {
+        guard peak > 0 else { return nil }
+        return (20 * log10(Double(peak) / 32768) * 10).rounded() / 10
+    }
+
+    private func reply(id: Int?, finished: RecordingSession? = nil) -> Reply {
+        Reply(v: protocolVersion, id: id, ok: true, file: nil, status: status(finished: finished), error: nil)
+    }
+    private func failure(_ id: Int?, _ e: ControlError) -> Reply {
+        Reply(v: protocolVersion, id: id, ok: false, file: nil, status: nil, error: e)
+    }
+
+    /// Tells systemd (STATUS=) and event subscribers the new state.
+    private func stateChanged(file: String?) {
+        let st = status()
+        events.publish(ControlEvent(event: ControlEvent.Kind.state, state: st.state, file: file ?? st.file, at: SystemClock.now()))
+        guard let cb = onStateChange else { return }
+        cb(statusLine().line)
+    }
+
+    private func emitError(_ message: String) {
+        events.publish(ControlEvent(event: ControlEvent.Kind.error, message: message, at: SystemClock.now()))
+    }
+
+    /// The one-line state for systemd's STATUS=, e.g. "recording 00:01:23, 3 segments", and
+    /// whether a recording is in progress (the Supervisor refreshes the line every second then).
+    public func statusLine() -> (line: String, active: Bool) {
+        let st = status()
+        switch st.state {
+        case .idle: return (st.lastError.map { "idle; last error: \($0)" } ?? "idle", false)
+        default:
+            let secs = formatDuration(st.recordedNs).prefix(8)  // whole seconds: hh:mm:ss
+            return ("\(st.state.rawValue) \(secs), \(st.segments.count) segment\(st.segments.count == 1 ? "" : "s")", true)
+        }
+    }
+}
+

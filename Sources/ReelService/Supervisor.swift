@@ -1,0 +1,107 @@
+import Foundation
+import Glibc
+import Logging
+import ReelCore
+import ReelSystem
+
+/// The systemd watchdog settings handed to this process: `WATCHDOG_USEC`, and `WATCHDOG_PID`
+/// when set must be this process (sd_watchdog_enabled semantics).
+public enum WatchdogEnvironment {
+    /// The watchdog timeout in ns, or nil when the service manager expects no pings.
+    public static func timeoutNs(environment: [String: String], pid: pid_t = getpid()) -> Nanos? {
+        guard let usecText = environment["WATCHDOG_USEC"], let usec = Int64(usecText), usec > 0 else { return nil }
+        if let p = environment["WATCHDOG_PID"], !p.isEmpty {
+            guard let want = Int32(p), want == pid else { return nil }
+        }
+        return usec * 1000
+    }
+}
+
+/// A thread that ticks at least once a second and
+/// - pings `WATCHDOG=1` every WatchdogSec/2, but only while no watched thread (capture,
+///   pipeline) has stalled for `stallNs`; a stall is logged and shown in STATUS=, and the
+///   missing pings let systemd kill and restart the daemon (Restart=on-failure);
+/// - refreshes `STATUS=` while recording ("recording 00:01:23, 3 segments");
+/// - runs `onTick` (storage checks) once a second.
+/// @unchecked Sendable: the mutable state below is touched only by the supervisor thread, except
+/// `stopping`, which is guarded by `monitor`.
+public final class Supervisor: @unchecked Sendable {
+    private let notifier: Notifier
+    private let health: HealthMonitor
+    private let statusLine: @Sendable () -> (line: String, active: Bool)
+    private let watchdogNs: Nanos?
+    private let stallNs: Nanos
+    private let logger: Logger
+    public var onTick: (@Sendable () -> Void)?
+    private let monitor = Monitor()
+    private var stopping = false
+    // Supervisor thread only.
+    private var lastStatus = ""
+    private var unhealthy = false
+
+    public init(notifier: Notifier, health: HealthMonitor, watchdogNs: Nanos?, stallNs: Nanos = 2 * nanosPerSecond,
+                logger: Logger, statusLine: @escaping @Sendable () -> (line: String, active: Bool)) {
+        self.notifier = notifier
+        self.health = health
+        self.watchdogNs = watchdogNs
+        self.stallNs = stallNs
+        self.logger = logger
+        self.statusLine = statusLine
+    }
+
+    public func start() {
+        if let w = watchdogNs { logger.info("systemd watchdog enabled: pinging every \(formatDuration(w / 2)) while the pipeline is healthy") }
+        let t = Thread { [self] in run() }
+        t.name = "reel-supervisor"
+        t.start()
+    }
+
+    public func stop() { monitor.withLock { stopping = true; monitor.broadcast() } }
+
+    /// The status line was just sent by someone else (a state change); do not repeat it.
+    public func noteStatusSent(_ line: String) { monitor.withLock { lastStatus = line } }
+
+    private func run() {
+        let tick: Nanos = min(nanosPerSecond, (watchdogNs ?? 2 * nanosPerSecond) / 2)
+        var nextPing = SystemClock.now()
+        var next = SystemClock.now()
+        while true {
+            let quit: Bool = monitor.withLock {
+                while !stopping, monitor.wait(until: next) {}
+                return stopping
+            }
+            if quit { return }
+            let now = SystemClock.now()
+            next = now + tick
+            let stalls = health.stalls(now: now, stallNs: stallNs)
+            if stalls.isEmpty {
+                if unhealthy {
+                    unhealthy = false
+                    logger.notice("all recording threads are moving again; watchdog pings resumed")
+                    monitor.withLock { lastStatus = "" }
+                }
+                if watchdogNs != nil, now >= nextPing {
+                    notifier.send("WATCHDOG=1")
+                    nextPing = now + watchdogNs! / 2
+                }
+            } else if !unhealthy {
+                unhealthy = true
+                let what = stalls.map { "\($0.name) stalled for \(formatDuration($0.sinceNs))" }.joined(separator: ", ")
+                logger.critical("\(what); withholding watchdog pings so systemd restarts reeld")
+                let line = "error: \(what)"
+                monitor.withLock { lastStatus = line }
+                notifier.send("STATUS=\(line)")
+            }
+            if !unhealthy {
+                let (line, active) = statusLine()
+                let changed: Bool = monitor.withLock {
+                    guard active, line != lastStatus else { return false }
+                    lastStatus = line
+                    return true
+                }
+                if changed { notifier.send("STATUS=\(line)") }
+            }
+            onTick?()
+        }
+    }
+}

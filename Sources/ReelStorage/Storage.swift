@@ -1,0 +1,169 @@
+import Foundation
+import Glibc
+import Logging
+import ReelCore
+import ReelSystem
+
+/// Free space and crash recovery for the output directory.
+public enum Storage {
+    /// Bytes available to an unprivileged writer on the file system holding `dir`, or nil.
+    public static func freeBytes(_ dir: String) -> Int64? {
+        var st = statvfs()
+        while statvfs(dir, &st) != 0 {
+            if errno == EINTR { continue }
+            return nil
+        }
+        return Int64(st.f_bavail) * Int64(st.f_frsize)
+    }
+
+    public static func megabytes(_ b: Int64) -> String { "\(b / 1_000_000) MB" }
+
+    /// The length of the prefix of `path` made of complete top-level MP4 boxes, dropping a
+    /// trailing `moof` whose `mdat` never arrived. A fragmented MP4 plays up to that point.
+    /// nil when the prefix has no `moov` (nothing playable).
+    public static func playablePrefix(_ path: String) throws -> Int64? {
+        guard let h = FileHandle(forReadingAtPath: path) else {
+            throw RecorderFailure("cannot open \(path) for recovery: \(String(cString: strerror(errno)))")
+        }
+        defer { try? h.close() }
+        let size = Int64(try h.seekToEnd())
+        var offset: Int64 = 0
+        var end: Int64 = 0
+        var sawMoov = false
+        var lastType = ""
+        while offset + 8 <= size {
+            try h.seek(toOffset: UInt64(offset))
+            guard let head = try h.read(upToCount: 16), head.count >= 8 else { break }
+            let b = [UInt8](head)
+            var boxSize = Int64(b[0]) << 24 | Int64(b[1]) << 16 | Int64(b[2]) << 8 | Int64(b[3])
+            let type = String(decoding: b[4..<8], as: UTF8.self)
+            if boxSize == 1 {
+                guard b.count >= 16 else { break }
+                boxSize = b[8..<16].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+            }
+            guard boxSize >= 8, offset + boxSize <= size else { break }  // size 0 (to end) or cut short
+            offset += boxSize
+            if type == "moov" { sawMoov = true }
+            lastType = type
+            if type != "moof" { end = offset }
+        }
+        _ = lastType
+        return sawMoov ? end : nil
+    }
+
+    /// Makes every `*.mp4.part` in `dir` playable (truncated to its complete boxes) and renames
+    /// it to `*.mp4` (or `*-recovered-N.mp4` if that exists). Returns the files made.
+    @discardableResult
+    public static func recoverPartFiles(in dir: String, logger: Logger) -> [String] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return [] }
+        var made: [String] = []
+        for name in names.sorted() where name.hasSuffix(".mp4.part") {
+            let part = "\(dir)/\(name)"
+            if PartFileLock.isLocked(part) {
+                logger.notice("\(part) is being recorded by another process (it holds the file's lock); not recovering it")
+                continue
+            }
+            do {
+                guard let keep = try playablePrefix(part) else {
+                    logger.warning("crash-left \(part) holds no playable media (no movie header); left as is")
+                    continue
+                }
+                let before = (try? FileManager.default.attributesOfItem(atPath: part)[.size] as? Int64) ?? nil
+                if truncate(part, off_t(keep)) != 0 {
+                    throw RecorderFailure("cannot truncate \(part): \(String(cString: strerror(errno)))")
+                }
+                let stem = String(name.dropLast(".mp4.part".count))
+                var target = "\(dir)/\(stem).mp4"
+                var k = 1
+                while FileManager.default.fileExists(atPath: target) { target = "\(dir)/\(stem)-recovered-\(k).mp4"; k += 1 }
+                if rename(part, target) != 0 {
+                    throw RecorderFailure("cannot rename \(part) to \(target): \(String(cString: strerror(errno)))")
+                }
+                let cut = (before ?? keep) - keep
+                logger.notice("recovered crash-left recording \(part) as \(target) (\(keep) bytes kept, \(cut) bytes of an incomplete fragment dropped)",
+                              metadata: ["RECORDING": "\(target)"])
+                made.append(target)
+            } catch {
+                logger.error("cannot recover \(part): \(error) (it stays; a fragmented MP4 plays up to its last complete fragment)")
+            }
+        }
+        return made
+    }
+}
+
+/// Runs the `on_finish` program after a completed recording: posix_spawn, no shell, stdin from
+/// /dev/null, stdout/stderr to reeld's (the journal), killed after the timeout, status logged.
+public enum FinishHook {
+    /// Hooks still running, so shutdown can let them finish (systemd would kill them with reeld).
+    private static let running = Monitor()
+    nonisolated(unsafe) private static var runningCount = 0  // guarded by `running`
+
+    /// Waits until no hook is running (each is killed at its own timeout, so this is bounded).
+    public static func waitForRunning(logger: Logger) {
+        running.withLock {
+            if runningCount > 0 { logger.notice("waiting for \(runningCount) on_finish program(s) to finish") }
+            while runningCount > 0 { _ = running.wait(until: nil) }
+        }
+    }
+
+    public static func run(_ argv: [String], file: String, timeoutNs: Nanos, logger: Logger) {
+        guard let program = argv.first else { return }
+        let args = argv + [file]
+        var spawned: pid_t = 0
+        var actions = posix_spawn_file_actions_t()
+        var attr = posix_spawnattr_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawnattr_init(&attr)
+        defer { posix_spawn_file_actions_destroy(&actions); posix_spawnattr_destroy(&attr) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        // reeld ignores SIGPIPE/SIGTERM/SIGINT/SIGHUP (signal sources); the hook gets defaults.
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for s in [SIGPIPE, SIGTERM, SIGINT, SIGHUP] { sigaddset(&defaults, s) }
+        posix_spawnattr_setsigdefault(&attr, &defaults)
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attr, &empty)
+        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        // Unsafe: strdup'd C strings live until freed below, after posix_spawn has copied them.
+        var cargs: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
+        defer { cargs.forEach { free($0) } }
+        let rc = posix_spawn(&spawned, program, &actions, &attr, &cargs, environ)
+        guard rc == 0 else {
+            logger.error("on_finish: cannot run \(program): \(String(cString: strerror(rc))) (check on_finish in reeld.toml: an absolute path to an executable)")
+            return
+        }
+        let pid = spawned
+        running.withLock { runningCount += 1 }
+        logger.info("on_finish: started \(program) \(file) (pid \(pid))", metadata: ["RECORDING": "\(file)"])
+        let started = SystemClock.now()
+        let done = Monitor()
+        nonisolated(unsafe) var exited = false  // guarded by `done`
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(timeoutNs))) {
+            done.withLock {
+                // The child is not reaped until `exited` is set, so `pid` cannot have been reused.
+                if !exited {
+                    logger.warning("on_finish: \(program) still running after \(timeoutNs / nanosPerSecond) s; killing it (raise on_finish_timeout?)")
+                    kill(pid, SIGKILL)
+                }
+            }
+        }
+        Thread.detachNewThread {
+            var info = siginfo_t()
+            // Wait without reaping (WNOWAIT), mark it exited, then reap: see the timer above.
+            while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
+            done.withLock { exited = true }
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            let secs = formatDuration(SystemClock.now() - started)
+            if status & 0x7f == 0 {
+                let code = (status >> 8) & 0xff
+                if code == 0 { logger.notice("on_finish: \(program) \(file) exited 0 after \(secs)", metadata: ["RECORDING": "\(file)"]) }
+                else { logger.error("on_finish: \(program) \(file) exited with status \(code) after \(secs)", metadata: ["RECORDING": "\(file)"]) }
+            } else {
+                logger.error("on_finish: \(program) \(file) killed by signal \(status & 0x7f) after \(secs)", metadata: ["RECORDING": "\(file)"])
+            }
+            running.withLock { runningCount -= 1; running.broadcast() }
+        }
+    }
+}

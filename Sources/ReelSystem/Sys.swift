@@ -1,0 +1,246 @@
+import Glibc
+
+/// A failed system call: which one and its errno, read immediately after the call.
+public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let call: String
+    public let errno: Int32
+
+    public init(call: String, errno: Int32) {
+        self.call = call
+        self.errno = errno
+    }
+
+    /// Short lower-case text for the errno, e.g. "no such file".
+    public var reason: String { Sys.describe(errno) }
+    public var description: String { "\(call): \(reason)" }
+}
+
+/// Thin wrappers over the socket calls. Each reads errno right after the call, retries EINTR
+/// (here, in `retrying`, and nowhere else) and throws `SystemError`.
+package enum Sys {
+    /// Runs `call` until it does not fail with EINTR. A negative result is a failure.
+    @inline(__always)
+    package static func retrying<T: BinaryInteger>(_ name: String, _ call: () -> T) throws(SystemError) -> T {
+        while true {
+            let result = call()
+            if result >= 0 { return result }
+            let code = Glibc.errno
+            if code == EINTR { continue }
+            throw SystemError(call: name, errno: code)
+        }
+    }
+
+    package static func describe(_ code: Int32) -> String {
+        switch code {
+        case ENOENT: return "no such file"
+        case EACCES: return "permission denied"
+        case EPERM: return "operation not permitted"
+        case ECONNREFUSED: return "connection refused"
+        case EADDRINUSE: return "address in use"
+        case ENOTDIR: return "a path component is not a directory"
+        case ENAMETOOLONG: return "path too long"
+        case EPIPE: return "broken pipe"
+        case ECONNRESET: return "connection reset"
+        case EMFILE: return "too many open files in this process"
+        case ENFILE: return "too many open files in the system"
+        case EAGAIN: return "timed out / would block"
+        case ENOTSOCK: return "not a socket"
+        case EROFS: return "read-only file system"
+        case ENOSPC: return "no space left on device"
+        default: return String(cString: strerror(code)).lowercased()
+        }
+    }
+
+    // MARK: calls
+
+    package static func socketUnix(nonblocking: Bool) throws(SystemError) -> Int32 {
+        let flags = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | (nonblocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
+        return try retrying("socket") { Glibc.socket(AF_UNIX, flags, 0) }
+    }
+
+    /// A `sockaddr_un` for `path`, or nil when the path does not fit (107 bytes and a NUL).
+    package static func address(_ path: String) -> sockaddr_un? {
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: addr.sun_path)
+        guard !bytes.isEmpty, bytes.count < capacity, !bytes.contains(0) else { return nil }
+        // Unsafe: writes bytes.count (< capacity, checked above) bytes into the fixed-size sun_path tuple.
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+        }
+        return addr
+    }
+
+    package static let maxPathBytes = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+
+    package static func bind(_ fd: Int32, _ addr: sockaddr_un) throws(SystemError) {
+        var addr = addr
+        _ = try retrying("bind") {
+            // Unsafe: views the local sockaddr_un as a sockaddr for the duration of the call only.
+            withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+        }
+    }
+
+    package static func connect(_ fd: Int32, _ addr: sockaddr_un) throws(SystemError) {
+        var addr = addr
+        _ = try retrying("connect") {
+            // Unsafe: views the local sockaddr_un as a sockaddr for the duration of the call only.
+            withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+        }
+    }
+
+    package static func listen(_ fd: Int32, backlog: Int32) throws(SystemError) {
+        _ = try retrying("listen") { Glibc.listen(fd, backlog) }
+    }
+
+    /// Accepts one connection as a non-blocking, close-on-exec socket. (Glibc's Swift module does
+    /// not export accept4, so the flags are set right after accept.)
+    package static func accept(_ fd: Int32) throws(SystemError) -> Int32 {
+        let client = try retrying("accept") { Glibc.accept(fd, nil, nil) }
+        do {
+            try setCloseOnExec(client)
+            try setNonblocking(client)
+        } catch {
+            close(client)
+            throw error
+        }
+        return client
+    }
+
+    /// Receives into `buffer` (never blocks); 0 means end of stream.
+    package static func recv(_ fd: Int32, into buffer: inout [UInt8]) throws(SystemError) -> Int {
+        let result = buffer.withUnsafeMutableBytes { raw in
+            // Unsafe: recv writes at most raw.count bytes into the array's own storage.
+            Result { () throws(SystemError) in
+                try retrying("recv") { Glibc.recv(fd, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT)) }
+            }
+        }
+        return try result.get()
+    }
+
+    /// Sends `bytes[offset...]` without blocking and without ever raising SIGPIPE
+    /// (MSG_NOSIGNAL); a vanished peer is EPIPE. Returns the number of bytes sent.
+    package static func send(_ fd: Int32, _ bytes: [UInt8], from offset: Int = 0) throws(SystemError) -> Int {
+        let result = bytes.withUnsafeBytes { raw in
+            // Unsafe: the array's storage is valid during the call; offset <= count is checked by rebasing.
+            Result { () throws(SystemError) in
+                let tail = UnsafeRawBufferPointer(rebasing: raw[offset...])
+                return try retrying("send") {
+                    Glibc.send(fd, tail.baseAddress, tail.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    /// Polls; `timeoutMs` is asked again after each EINTR so a deadline is kept.
+    package static func poll(_ fds: inout [pollfd], timeoutMs: () -> Int32) throws(SystemError) -> Int32 {
+        try retrying("poll") {
+            // Unsafe: the array's storage is valid for the duration of the call, count matches.
+            fds.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), timeoutMs()) }
+        }
+    }
+
+    package static func setNonblocking(_ fd: Int32) throws(SystemError) {
+        let flags = try retrying("fcntl(F_GETFL)") { fcntl(fd, F_GETFL) }
+        _ = try retrying("fcntl(F_SETFL)") { fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
+    }
+
+    package static func setCloseOnExec(_ fd: Int32) throws(SystemError) {
+        let flags = try retrying("fcntl(F_GETFD)") { fcntl(fd, F_GETFD) }
+        _ = try retrying("fcntl(F_SETFD)") { fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+    }
+
+    package static func setSendTimeout(_ fd: Int32, ms: Int) throws(SystemError) {
+        var tv = timeval(tv_sec: ms / 1000, tv_usec: (ms % 1000) * 1000)
+        _ = try retrying("setsockopt(SO_SNDTIMEO)") {
+            // Unsafe: passes a pointer to the local timeval and its exact size for the call only.
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        }
+    }
+
+    package static func chmod(_ path: String, _ mode: mode_t) throws(SystemError) {
+        _ = try retrying("chmod") { Glibc.chmod(path, mode) }
+    }
+
+    /// Device and inode of `path` if it is a socket, nil if it is something else; throws if absent.
+    package static func socketIdentity(_ path: String) throws(SystemError) -> FileIdentity? {
+        var st = stat()
+        // Unsafe: lstat fills the local stat; the path's C string lives for the call only.
+        _ = try retrying("lstat") { lstat(path, &st) }
+        guard (st.st_mode & S_IFMT) == S_IFSOCK else { return nil }
+        return FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+    }
+
+    package static func unlink(_ path: String) throws(SystemError) {
+        _ = try retrying("unlink") { Glibc.unlink(path) }
+    }
+
+    /// Closes `fd`. Not retried on EINTR: on Linux the descriptor is released regardless.
+    package static func close(_ fd: Int32) {
+        _ = Glibc.close(fd)
+    }
+
+    /// A non-blocking, close-on-exec pipe used to wake a thread blocked in poll: (read, write).
+    /// (Glibc's Swift module exports neither eventfd nor pipe2.)
+    package static func wakePipe() throws(SystemError) -> (read: Int32, write: Int32) {
+        var ends: [Int32] = [-1, -1]
+        // Unsafe: pipe writes exactly two descriptors into the two-element array.
+        _ = try retrying("pipe") { ends.withUnsafeMutableBufferPointer { Glibc.pipe($0.baseAddress) } }
+        do {
+            for fd in ends {
+                try setNonblocking(fd)
+                try setCloseOnExec(fd)
+            }
+        } catch {
+            ends.forEach(close)
+            throw error
+        }
+        return (ends[0], ends[1])
+    }
+
+    /// Writes one byte to a wake pipe. EAGAIN (pipe full, so a wakeup is pending anyway) is ignored.
+    package static func wake(_ fd: Int32) {
+        var byte: UInt8 = 1
+        // Unsafe: writes the one byte of a local variable.
+        _ = try? retrying("write(wake pipe)") { Glibc.write(fd, &byte, 1) }
+    }
+
+    /// Empties a wake pipe's read end.
+    package static func drain(_ fd: Int32) {
+        var sink = [UInt8](repeating: 0, count: 256)
+        // Unsafe: read writes at most sink.count bytes into the array's own storage.
+        while let n = try? retrying("read(wake pipe)", { sink.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }),
+              n == sink.count {}
+    }
+
+    /// CLOCK_MONOTONIC in milliseconds.
+    package static func monotonicNs() -> Int64 {
+        var ts = timespec()
+        // Unsafe: clock_gettime fills the local timespec. CLOCK_MONOTONIC cannot fail.
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
+    package static func monotonicMs() -> Int64 {
+        var ts = timespec()
+        // Unsafe: clock_gettime fills the local timespec. CLOCK_MONOTONIC cannot fail.
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+}
+
+/// Identifies a file across renames: used to remove only the socket file this process created.
+package struct FileIdentity: Equatable, Sendable {
+    package var device: UInt64
+    package var inode: UInt64
+}

@@ -1,0 +1,77 @@
+import Foundation
+import ReelControl
+import ReelCore
+@testable import ReelConfig
+import XCTest
+
+final class ConfigTests: XCTestCase {
+    private func file(_ text: String) throws -> String {
+        let path = NSTemporaryDirectory() + "reel-config-\(UUID().uuidString).toml"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: path) }
+        return path
+    }
+
+    private func error(_ path: String?, env: [String: String] = [:], flags: [SettingKey: SettingValue] = [:]) -> String? {
+        do { _ = try DaemonSettings.resolve(configPath: path, environment: env, flags: flags); return nil }
+        catch { return error.description }
+    }
+
+    func testPrecedenceFlagOverEnvironmentOverFileOverDefault() throws {
+        let path = try file("crf = 20\nkeyint = 4\npreset = \"fast\"\n")
+        let s = try DaemonSettings.resolve(configPath: path, environment: ["REEL_KEYINT": "5", "REEL_PRESET": "slow"],
+                                           flags: [.preset: .string("medium")])
+        XCTAssertEqual(s.int(.crf), 20)
+        XCTAssertEqual(s.origins[.crf], .file(path: path, line: 1))
+        XCTAssertEqual(s.int(.keyint), 5)
+        XCTAssertEqual(s.origins[.keyint], .environment("REEL_KEYINT"))
+        XCTAssertEqual(s.string(.preset), "medium")
+        XCTAssertEqual(s.origins[.preset], .flag("--preset"))
+        XCTAssertEqual(s.int(.sampleRate), 48000)
+        XCTAssertEqual(s.origins[.sampleRate], .defaultValue)
+    }
+
+    func testUnknownKeyNamesFileLineAndKey() throws {
+        let path = try file("# comment\n\ncrf = 20\nmin_free = 3\n")
+        XCTAssertEqual(error(path), "\(path):4: key 'min_free': unknown key (did you mean 'min_free_mb'?); the keys are documented in /etc/reel/reeld.toml")
+    }
+
+    func testBadValueAndWrongTypeNameFileLineAndKey() throws {
+        let p1 = try file("channels = 9\n")
+        XCTAssertEqual(error(p1), "\(p1):1: key 'channels': 9 is out of range (use 1 to 8)")
+        let p2 = try file("\nsize = 640\n")
+        XCTAssertEqual(error(p2), "\(p2):2: key 'size': expected a string (in quotes), found an integer")
+        let p3 = try file("on_finish = [\"upload.sh\"]\n")
+        XCTAssertTrue(error(p3)?.hasPrefix("\(p3):1: key 'on_finish': the program 'upload.sh' must be an absolute path") ?? false)
+        let p4 = try file("fps = \"0/1\"\n")
+        XCTAssertTrue(error(p4)?.hasPrefix("\(p4):1: key 'fps':") ?? false)
+    }
+
+    func testSyntaxErrorNamesTheLine() throws {
+        let path = try file("crf = 20\nsize = \"640x360\n")
+        XCTAssertTrue(error(path)?.hasPrefix("\(path):2: ") ?? false, error(path) ?? "no error")
+    }
+
+    func testBadEnvironmentAndFlagValuesNameTheirSource() {
+        XCTAssertEqual(error(nil, env: ["REEL_CONFIG": "", "REEL_CRF": "high"]),
+                       "invalid environment variable REEL_CRF (key 'crf'): 'high' is not an integer")
+        XCTAssertEqual(error(nil, flags: [.logLevel: .string("loud")]),
+                       "invalid --log-level: 'loud' is not one of trace, debug, info, notice, warning, error, critical")
+    }
+
+    func testMissingExplicitFileIsAnError() {
+        XCTAssertTrue(error("/nonexistent/reeld.toml")?.hasPrefix("cannot read config file /nonexistent/reeld.toml") ?? false)
+    }
+
+    func testShippedConfigIsValidSetsAndDocumentsEveryKey() throws {
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let path = repo.appendingPathComponent("config/reeld.toml").path
+        let s = try DaemonSettings.resolve(configPath: path, environment: [:], flags: [:])
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+        for k in SettingKey.allCases {
+            guard case let .file(_, line?) = s.origins[k] else { return XCTFail("\(k.rawValue) is not set in config/reeld.toml") }
+            XCTAssertTrue(lines[line - 2].hasPrefix("#"), "\(k.rawValue) has no comment above it")
+            XCTAssertEqual(s.values[k], k.defaultValue, "config/reeld.toml's \(k.rawValue) differs from the built-in default")
+        }
+    }
+}

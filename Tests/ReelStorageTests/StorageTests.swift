@@ -1,0 +1,48 @@
+import Foundation
+import ReelControl
+import ReelCore
+@testable import ReelStorage
+import XCTest
+
+final class StorageTests: XCTestCase {
+    private func box(_ type: String, _ payload: Int) -> [UInt8] {
+        let n = UInt32(8 + payload)
+        return [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + Array(type.utf8) + [UInt8](repeating: 0, count: payload)
+    }
+
+    func testPlayablePrefixDropsTheIncompleteFragment() throws {
+        let path = NSTemporaryDirectory() + "reel-prefix-\(UUID().uuidString).mp4.part"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let head = box("ftyp", 16) + box("moov", 100)
+        let frag1 = box("moof", 40) + box("mdat", 1000)
+        let cut = box("moof", 40) + Array(box("mdat", 1000).prefix(500))
+        FileManager.default.createFile(atPath: path, contents: Data(head + frag1 + cut))
+        XCTAssertEqual(try Storage.playablePrefix(path), Int64(head.count + frag1.count))
+        // A moof whose mdat never started is dropped too.
+        FileManager.default.createFile(atPath: path, contents: Data(head + frag1 + box("moof", 40)))
+        XCTAssertEqual(try Storage.playablePrefix(path), Int64(head.count + frag1.count))
+        // No movie header: nothing playable.
+        FileManager.default.createFile(atPath: path, contents: Data(box("ftyp", 16) + Array(box("moov", 100).prefix(50))))
+        XCTAssertNil(try Storage.playablePrefix(path))
+    }
+}
+
+final class WriteFailureTextTests: XCTestCase {
+    func testEachErrnoIsNamedWithWhatWasKeptAndTheFix() {
+        let part = "/v/x.mp4.part"
+        XCTAssertEqual(WriteFailureText.message(errno: ENOSPC, verb: "writing", part: part, kept: .prefix(micros: 12_466_667, file: "/v/x.mp4"), dir: "/v"),
+                       "no space left on device writing /v/x.mp4.part: the disk is full; kept the first 12.5 s as /v/x.mp4 (free space in /v, or lower the bitrate)")
+        XCTAssertEqual(WriteFailureText.message(errno: ENOSPC, verb: "writing", part: part, kept: .nothing, dir: "/v"),
+                       "no space left on device writing /v/x.mp4.part: the disk is full; nothing could be kept (no fragment was complete), so /v/x.mp4.part was removed (free space in /v, or lower the bitrate)")
+        let quota = WriteFailureText.message(errno: EDQUOT, verb: "writing", part: part, kept: .prefix(micros: 40_000, file: "/v/x.mp4"), dir: "/v")
+        XCTAssertTrue(quota.hasPrefix("disk quota exceeded writing /v/x.mp4.part: the disk quota of user "), quota)
+        XCTAssertTrue(quota.hasSuffix("is used up; kept the first 0.0 s as /v/x.mp4 (free space in /v within the quota, or raise the quota)"), quota)
+        XCTAssertEqual(WriteFailureText.message(errno: EIO, verb: "syncing", part: part, kept: .prefix(micros: 3_050_000, file: "/v/x.mp4"), dir: "/v"),
+                       "input/output error syncing /v/x.mp4.part: the storage device failed; kept the first 3.1 s as /v/x.mp4 (check the disk and the kernel log (dmesg); record to another disk with --output-dir)")
+        XCTAssertTrue(WriteFailureText.message(errno: EROFS, verb: "writing", part: part, kept: .nothing, dir: "/v").hasPrefix("read-only file system writing "))
+        XCTAssertTrue(WriteFailureText.message(errno: EFBIG, verb: "writing", part: part, kept: .nothing, dir: "/v").hasPrefix("file too large writing "))
+        // Any other errno: the system's words and the directory to check.
+        let other = WriteFailureText.message(errno: ENXIO, verb: "writing", part: part, kept: .unknown("it stays as /v/x.mp4.part"), dir: "/v")
+        XCTAssertEqual(other, "no such device or address writing /v/x.mp4.part: the file could not be written; it stays as /v/x.mp4.part (check /v and the kernel log (dmesg))")
+    }
+}

@@ -34,7 +34,7 @@ let package = Package(
 
         // --- Media: encoders, muxer, pixel conversion over the C modules. ---
         .target(name: "ReelMedia",
-                dependencies: ["ReelCore", "CReelShim", "CX264", "CFFmpeg", "CYUV", "CTurboJPEG"],
+                dependencies: ["ReelCore", "ReelSystem", "CReelShim", "CX264", "CFFmpeg", "CYUV", "CTurboJPEG"],
                 path: "Sources/ReelMedia"),
 
         // --- System: one errno text, one EINTR retry, the monotonic clock, locks and queues,
@@ -80,7 +80,7 @@ let package = Package(
         .target(name: "ReelVerify", dependencies: ["ReelCore", "CFFmpeg", "CReelShim", "CX264"], path: "Sources/ReelVerify"),
 
         .executableTarget(name: "reelctl",
-                          dependencies: ["ReelControl", "ReelCore", "ReelVerify",
+                          dependencies: ["ReelControl", "ReelCore", "ReelSystem", "ReelVerify",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/reelctl"),
 

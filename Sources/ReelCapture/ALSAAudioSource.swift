@@ -40,7 +40,7 @@ final class ALSAPCM {
         var p: OpaquePointer?
         let rc = snd_pcm_open(&p, name, SND_PCM_STREAM_CAPTURE, 0)
         guard rc >= 0, let p else {
-            throw CaptureError("cannot open ALSA capture device '\(name)': \(alsaErrorText(rc)) (\(deviceOpenHint(-rc, kind: "microphone")))")
+            throw CaptureError("cannot open ALSA capture device '\(name)': \(alsaErrorText(rc)) (\(Errno.deviceOpenHint(-rc, kind: "microphone")))")
         }
         // A throwing init never runs deinit: close the PCM here on failure, or the device stays busy.
         do { (sampleFormat, periodFrames, monotonicStamps) = try ALSAPCM.configure(p, name: name, format: format) } catch {

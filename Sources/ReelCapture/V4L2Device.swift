@@ -19,14 +19,10 @@ final class V4L2Device {
 
     init(path: String) throws(CaptureError) {
         self.path = path
-        var r: Int32
-        var e: Int32 = 0
-        repeat {
-            r = creel_v4l2_open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
-            if r < 0 { e = errno }
-        } while r < 0 && e == EINTR
+        let r = Sys.eintrSafe { creel_v4l2_open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) }
+        let e = errno
         guard r >= 0 else {
-            throw CaptureError("cannot open \(path): \(deviceErrorText(e)) (\(deviceOpenHint(e, kind: "camera")))")
+            throw CaptureError("cannot open \(path): \(Errno.text(e)) (\(Errno.deviceOpenHint(e, kind: "camera")))")
         }
         fd = r
     }
@@ -45,13 +41,9 @@ final class V4L2Device {
 
     /// ioctl through libv4l2, retrying EINTR. Returns 0 or the errno, read right after the call.
     func ioctl<T>(_ request: UInt, _ arg: inout T) -> Int32 {
-        while true {
-            // Unsafe pointer: `arg` is the struct the request number names, borrowed for the call only.
-            let r = withUnsafeMutablePointer(to: &arg) { creel_v4l2_ioctl(fd, request, UnsafeMutableRawPointer($0)) }
-            if r >= 0 { return 0 }
-            let e = errno
-            if e != EINTR { return e }
-        }
+        // Unsafe pointer: `arg` is the struct the request number names, borrowed for the call only.
+        let r = Sys.eintrSafe { withUnsafeMutablePointer(to: &arg) { creel_v4l2_ioctl(fd, request, UnsafeMutableRawPointer($0)) } }
+        return r >= 0 ? 0 : errno
     }
 
     struct Capability { var driver: String; var card: String; var bus: String; var isCapture: Bool; var canStream: Bool }
@@ -59,7 +51,7 @@ final class V4L2Device {
     func queryCapability() throws(CaptureError) -> Capability {
         var cap = v4l2_capability()
         let e = ioctl(creel_vidioc_querycap(), &cap)
-        guard e == 0 else { throw CaptureError("\(path) is not a V4L2 device (VIDIOC_QUERYCAP: \(deviceErrorText(e))); see 'reelctl devices'") }
+        guard e == 0 else { throw CaptureError("\(path) is not a V4L2 device (VIDIOC_QUERYCAP: \(Errno.text(e))); see 'reelctl devices'") }
         let caps = cap.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0 ? cap.device_caps : cap.capabilities
         return Capability(driver: cString(cap.driver), card: cString(cap.card), bus: cString(cap.bus_info),
                           isCapture: caps & UInt32(V4L2_CAP_VIDEO_CAPTURE) != 0,
@@ -134,7 +126,7 @@ final class V4L2Device {
         f.fmt.pix.field = V4L2_FIELD_NONE.rawValue
         let e = ioctl(creel_vidioc_s_fmt(), &f)
         guard e == 0 else {
-            throw CaptureError("cannot set format \(width)x\(height) \(fourCCString(fourcc)) on \(path): \(deviceErrorText(e)) (another program may be streaming from it)")
+            throw CaptureError("cannot set format \(width)x\(height) \(fourCCString(fourcc)) on \(path): \(Errno.text(e)) (another program may be streaming from it)")
         }
         return f.fmt.pix
     }
@@ -147,7 +139,7 @@ final class V4L2Device {
             p.parm.capture.timeperframe.numerator = UInt32(fps.den)
             p.parm.capture.timeperframe.denominator = UInt32(fps.num)
             let e = ioctl(creel_vidioc_s_parm(), &p)
-            guard e == 0 else { throw CaptureError("cannot set \(fps) fps on \(path): \(deviceErrorText(e))") }
+            guard e == 0 else { throw CaptureError("cannot set \(fps) fps on \(path): \(Errno.text(e))") }
         }
         var g = v4l2_streamparm()
         g.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
@@ -164,7 +156,7 @@ final class V4L2Device {
         req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         req.memory = V4L2_MEMORY_MMAP.rawValue
         let e = ioctl(creel_vidioc_reqbufs(), &req)
-        guard e == 0 else { throw CaptureError("cannot allocate streaming buffers on \(path): \(deviceErrorText(e)) (does the camera support mmap streaming?)") }
+        guard e == 0 else { throw CaptureError("cannot allocate streaming buffers on \(path): \(Errno.text(e)) (does the camera support mmap streaming?)") }
         guard req.count >= 2 else { throw CaptureError("\(path) gave only \(req.count) streaming buffers; Reel needs at least 2") }
         for i in 0..<req.count {
             var b = v4l2_buffer()
@@ -172,10 +164,10 @@ final class V4L2Device {
             b.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
             b.memory = V4L2_MEMORY_MMAP.rawValue
             let qe = ioctl(creel_vidioc_querybuf(), &b)
-            guard qe == 0 else { throw CaptureError("cannot query streaming buffer \(i) of \(path): \(deviceErrorText(qe))") }
+            guard qe == 0 else { throw CaptureError("cannot query streaming buffer \(i) of \(path): \(Errno.text(qe))") }
             let p = v4l2_mmap(nil, Int(b.length), PROT_READ | PROT_WRITE, MAP_SHARED, fd, Int64(b.m.offset))
             let me = errno
-            guard let p, p != MAP_FAILED else { throw CaptureError("cannot map streaming buffer \(i) of \(path): \(deviceErrorText(me))") }
+            guard let p, p != MAP_FAILED else { throw CaptureError("cannot map streaming buffer \(i) of \(path): \(Errno.text(me))") }
             buffers.append((p, Int(b.length)))
             try queue(index: i)
         }
@@ -188,7 +180,7 @@ final class V4L2Device {
         b.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         b.memory = V4L2_MEMORY_MMAP.rawValue
         let e = ioctl(creel_vidioc_qbuf(), &b)
-        guard e == 0 else { throw CaptureError("\(path): cannot queue a capture buffer: \(deviceErrorText(e))") }
+        guard e == 0 else { throw CaptureError("\(path): cannot queue a capture buffer: \(Errno.text(e))") }
     }
 
     /// Dequeues a filled buffer into `b`: 0, or the errno (EAGAIN when none is ready).
@@ -202,7 +194,7 @@ final class V4L2Device {
     func streamOn() throws(CaptureError) {
         var t = Int32(bitPattern: V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
         let e = ioctl(creel_vidioc_streamon(), &t)
-        guard e == 0 else { throw CaptureError("cannot start streaming on \(path): \(deviceErrorText(e))") }
+        guard e == 0 else { throw CaptureError("cannot start streaming on \(path): \(Errno.text(e))") }
         streaming = true
     }
 

@@ -101,12 +101,8 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
         }
         while !isStopping {
             pfd.revents = 0
-            let r = poll(&pfd, 1, 100)  // wakes at least every 100 ms to see `stop`
-            if r < 0 {
-                let e = errno
-                if e == EINTR { continue }
-                return "camera \(path) failed: poll: \(deviceErrorText(e))"
-            }
+            let r = Sys.eintrSafe { poll(&pfd, 1, 100) }  // wakes at least every 100 ms to see `stop`
+            if r < 0 { return "camera \(path) failed: poll: \(Errno.current)" }
             if r == 0 {
                 if !warnedSilent, SystemClock.now() - silentSince > 5 * nanosPerSecond {
                     logger.warning("camera \(path) delivered no frame for 5 s (is it covered by another stream, or stalled?)")
@@ -131,10 +127,10 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
             }
             errorPolls = 0
             if e == EIO {
-                return "camera \(path) failed: its driver stopped the stream with an error (VIDIOC_DQBUF: \(deviceErrorText(e))); start a new recording, and reconnect the camera if it happens again (see 'reelctl devices')"
+                return "camera \(path) failed: its driver stopped the stream with an error (VIDIOC_DQBUF: \(Errno.text(e))); start a new recording, and reconnect the camera if it happens again (see 'reelctl devices')"
             }
             if e != 0 {
-                return "camera \(path) failed: VIDIOC_DQBUF: \(deviceErrorText(e)) (reconnect it; see 'reelctl devices')"
+                return "camera \(path) failed: VIDIOC_DQBUF: \(Errno.text(e)) (reconnect it; see 'reelctl devices')"
             }
             silentSince = SystemClock.now(); warnedSilent = false
             // Capture time: the driver's timestamp when it is on CLOCK_MONOTONIC, else dequeue time.

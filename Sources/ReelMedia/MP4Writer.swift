@@ -2,6 +2,7 @@ internal import CFFmpeg
 internal import CReelShim
 import Glibc
 import ReelCore
+import ReelSystem
 
 /// Fragmented MP4 (libavformat "mp4" muxer) for one H.264 and/or one AAC stream.
 ///
@@ -145,7 +146,7 @@ public final class MP4Writer {
 
         let rc = avio_open(&ctx.pointee.pb, path, AVIO_FLAG_WRITE)
         if rc < 0 {
-            throw MediaError("cannot open '\(path)' for writing: \(avErrorText(rc)) (\(Self.openFailureHint(errno: -rc)))", systemError: -rc)
+            throw MediaError("cannot open '\(path)' for writing: \(avErrorText(rc)) (\(Self.openFailureHint(errno: -rc, dir: directory(of: path))))", systemError: -rc)
         }
         var opts: OpaquePointer? = nil
         defer { av_dict_free(&opts) }
@@ -161,17 +162,11 @@ public final class MP4Writer {
         for t in [video, audio].compactMap({ $0 }) { t.streamTimeBase = ctx.pointee.streams[Int(t.index)]!.pointee.time_base }
     }
 
-    /// What to do when the file cannot be created, by the reason (an errno value).
-    static func openFailureHint(errno code: Int32) -> String {
-        switch code {
-        case ENOENT: return "check that the directory exists"
-        case EACCES, EPERM: return "check that the user running reeld may write to the directory"
-        case ENOSPC: return "the disk is full: free space, or record to another disk"
-        case EDQUOT: return "the disk quota is used up: free space within the quota, or raise it"
-        case EROFS: return "the file system is read-only, often after disk errors: check the kernel log (dmesg), then remount it read-write or record to another disk"
-        case EIO: return "the storage device failed: check the disk and the kernel log (dmesg), or record to another disk"
-        default: return "check that the directory exists and is writable"
-        }
+    /// What to do when the file cannot be created in `dir`, by the reason (an errno value):
+    /// Reel's one errno table (`Errno.storage`) says what it means there and the fix.
+    static func openFailureHint(errno code: Int32, dir: String) -> String {
+        let (meaning, fix) = Errno.storage(code, dir: dir)
+        return "\(meaning): \(fix)"
     }
 
     /// Writes one H.264 packet (times in the video encoder's time base), in the encoder's output order.
@@ -249,7 +244,7 @@ public final class MP4Writer {
             finalBytes = completeBytes
             if truncate(path, off_t(completeBytes)) != 0 {
                 let e = errno
-                throw MediaError("cannot cut '\(path)' back to its last complete fragment (\(completeBytes) bytes): \(String(cString: strerror(e)))",
+                throw MediaError("cannot cut '\(path)' back to its last complete fragment (\(completeBytes) bytes): \(Errno.text(e))",
                                  systemError: e)
             }
         }

@@ -565,7 +565,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
                 closeSyncer()  // the trailer is on disk before the name says the file is complete
                 if !takeSyncFailure() {
                     if rename(partPath, finalPath) != 0 {
-                        throw RecorderFailure("cannot rename \(partPath) to \(finalPath): \(String(cString: strerror(errno)))")
+                        throw RecorderFailure("cannot rename \(partPath) to \(finalPath): \(Errno.current)")
                     }
                     if syncer != nil { FileSyncer.syncDirectory(of: finalPath, logger: logger) }
                 }
@@ -597,7 +597,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     /// (what was written may not be on the disk). True when it did.
     private func takeSyncFailure() -> Bool {
         guard mux.writeFailure == nil, let e = syncer?.failure else { return false }
-        mux.markFailed("cannot sync '\(partPath)' to disk: \(String(cString: strerror(e)))", systemError: e)
+        mux.markFailed("cannot sync '\(partPath)' to disk: \(Errno.text(e))", systemError: e)
         failedSyncing = true
         return true
     }
@@ -622,7 +622,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             return (nil, text(.nothing))
         }
         if rename(partPath, finalPath) != 0 {
-            let why = String(cString: strerror(errno))
+            let why = Errno.current
             return (partPath, text(.unknown("cannot rename \(partPath) to \(finalPath): \(why); reeld renames it at its next start")))
         }
         if syncer != nil { FileSyncer.syncDirectory(of: finalPath, logger: logger) }

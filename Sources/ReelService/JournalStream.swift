@@ -1,4 +1,5 @@
 import Glibc
+import ReelSystem
 
 /// Whether stderr is the journal: systemd sets `JOURNAL_STREAM=DEV:INODE` for the stream it
 /// connected; it counts only if fd 2 is still that stream (not redirected by a wrapper), as
@@ -9,10 +10,7 @@ public enum JournalStream {
         let parts = v.split(separator: ":")
         guard parts.count == 2, let dev = UInt64(parts[0]), let ino = UInt64(parts[1]) else { return false }
         var st = stat()
-        while fstat(fd, &st) != 0 {
-            if errno == EINTR { continue }
-            return false
-        }
+        guard Sys.eintrSafe({ fstat(fd, &st) }) == 0 else { return false }
         return UInt64(st.st_dev) == dev && UInt64(st.st_ino) == ino
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import ReelSystem
 
 /// The systemd notify protocol (sd_notify): one datagram to $NOTIFY_SOCKET. A no-op when the
 /// variable is unset, so reeld runs the same under systemd, in tests and in a terminal.
@@ -27,15 +28,14 @@ public struct Notifier: Sendable {
         let msg = Array(message.utf8)
         // MSG_DONTWAIT: a receiver that does not read (its queue holds ~10 datagrams) must never
         // block a control request or the supervisor; the message is dropped instead.
-        while true {
-            // Unsafe: views the local sockaddr_un as a sockaddr for the duration of the call only.
-            let sent = withUnsafePointer(to: &addr) { p in
+        // Unsafe: views the local sockaddr_un as a sockaddr for the duration of the call only.
+        let sent = Sys.eintrSafe {
+            withUnsafePointer(to: &addr) { p in
                 p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
                     msg.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), sa, len) }
                 }
             }
-            if sent < 0 && errno == EINTR { continue }
-            return sent == msg.count
         }
+        return sent == msg.count
     }
 }

@@ -60,10 +60,8 @@ public enum SocketActivation {
             var value: Int32 = 0
             var len = socklen_t(MemoryLayout<Int32>.size)
             // Unsafe: getsockopt writes one Int32 into the local variable; len says so.
-            while getsockopt(fd, SOL_SOCKET, opt, &value, &len) != 0 {
-                let e = errno
-                if e == EINTR { continue }
-                throw .notAListeningUnixSocket(fd: fd, why: "getsockopt(\(what)): \(String(cString: strerror(e)))")
+            guard Sys.eintrSafe({ getsockopt(fd, SOL_SOCKET, opt, &value, &len) }) == 0 else {
+                throw .notAListeningUnixSocket(fd: fd, why: "getsockopt(\(what)): \(Errno.current)")
             }
             return value
         }

@@ -44,7 +44,7 @@ package final class FileSyncer: @unchecked Sendable {
         self.logger = logger
         fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw RecorderFailure("cannot open \(path) to sync it to disk: \(String(cString: strerror(errno)))")
+            throw RecorderFailure("cannot open \(path) to sync it to disk: \(Errno.current)")
         }
         let thread = Thread { [self] in loop() }
         thread.name = "reel-fsync"
@@ -85,8 +85,7 @@ package final class FileSyncer: @unchecked Sendable {
 
     private func syncOnce() {
         let t0 = SystemClock.now()
-        var rc: Int32
-        repeat { rc = fdatasync(fd) } while rc != 0 && errno == EINTR
+        let rc = Sys.eintrSafe { fdatasync(fd) }
         let err = rc == 0 ? 0 : errno
         let dt = SystemClock.now() - t0
         let report = monitor.withLock { () -> Bool in
@@ -95,7 +94,7 @@ package final class FileSyncer: @unchecked Sendable {
             return false
         }
         if report {
-            logger.error("cannot sync \(path) to disk: \(String(cString: strerror(err))); the recording ends at its last complete fragment")
+            logger.error("cannot sync \(path) to disk: \(Errno.text(err)); the recording ends at its last complete fragment")
         }
     }
 
@@ -104,13 +103,12 @@ package final class FileSyncer: @unchecked Sendable {
         let dir = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
         let dfd = open(dir.isEmpty ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard dfd >= 0 else {
-            logger.warning("cannot open directory \(dir) to sync it: \(String(cString: strerror(errno)))")
+            logger.warning("cannot open directory \(dir) to sync it: \(Errno.current)")
             return
         }
         defer { Glibc.close(dfd) }
-        var rc: Int32
-        repeat { rc = fsync(dfd) } while rc != 0 && errno == EINTR
-        if rc != 0 { logger.warning("cannot sync directory \(dir): \(String(cString: strerror(errno)))") }
+        let rc = Sys.eintrSafe { fsync(dfd) }
+        if rc != 0 { logger.warning("cannot sync directory \(dir): \(Errno.current)") }
     }
 }
 
@@ -124,7 +122,7 @@ package final class PartFileLock {
     package init(path: String, logger: Logger) {
         fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            logger.warning("cannot lock \(path) against recovery by another reeld: \(String(cString: strerror(errno)))")
+            logger.warning("cannot lock \(path) against recovery by another reeld: \(Errno.current)")
         }
     }
 

@@ -9,10 +9,7 @@ public enum Storage {
     /// Bytes available to an unprivileged writer on the file system holding `dir`, or nil.
     public static func freeBytes(_ dir: String) -> Int64? {
         var st = statvfs()
-        while statvfs(dir, &st) != 0 {
-            if errno == EINTR { continue }
-            return nil
-        }
+        guard Sys.eintrSafe({ statvfs(dir, &st) }) == 0 else { return nil }
         return Int64(st.f_bavail) * Int64(st.f_frsize)
     }
 
@@ -23,7 +20,7 @@ public enum Storage {
     /// nil when the prefix has no `moov` (nothing playable).
     public static func playablePrefix(_ path: String) throws -> Int64? {
         guard let h = FileHandle(forReadingAtPath: path) else {
-            throw RecorderFailure("cannot open \(path) for recovery: \(String(cString: strerror(errno)))")
+            throw RecorderFailure("cannot open \(path) for recovery: \(Errno.current)")
         }
         defer { try? h.close() }
         let size = Int64(try h.seekToEnd())
@@ -70,14 +67,14 @@ public enum Storage {
                 }
                 let before = (try? FileManager.default.attributesOfItem(atPath: part)[.size] as? Int64) ?? nil
                 if truncate(part, off_t(keep)) != 0 {
-                    throw RecorderFailure("cannot truncate \(part): \(String(cString: strerror(errno)))")
+                    throw RecorderFailure("cannot truncate \(part): \(Errno.current)")
                 }
                 let stem = String(name.dropLast(".mp4.part".count))
                 var target = "\(dir)/\(stem).mp4"
                 var k = 1
                 while FileManager.default.fileExists(atPath: target) { target = "\(dir)/\(stem)-recovered-\(k).mp4"; k += 1 }
                 if rename(part, target) != 0 {
-                    throw RecorderFailure("cannot rename \(part) to \(target): \(String(cString: strerror(errno)))")
+                    throw RecorderFailure("cannot rename \(part) to \(target): \(Errno.current)")
                 }
                 let cut = (before ?? keep) - keep
                 logger.notice("recovered crash-left recording \(part) as \(target) (\(keep) bytes kept, \(cut) bytes of an incomplete fragment dropped)",
@@ -130,7 +127,7 @@ public enum FinishHook {
         defer { cargs.forEach { free($0) } }
         let rc = posix_spawn(&spawned, program, &actions, &attr, &cargs, environ)
         guard rc == 0 else {
-            logger.error("on_finish: cannot run \(program): \(String(cString: strerror(rc))) (check on_finish in reeld.toml: an absolute path to an executable)")
+            logger.error("on_finish: cannot run \(program): \(Errno.text(rc)) (check on_finish in reeld.toml: an absolute path to an executable)")
             return
         }
         let pid = spawned
@@ -151,10 +148,10 @@ public enum FinishHook {
         Thread.detachNewThread {
             var info = siginfo_t()
             // Wait without reaping (WNOWAIT), mark it exited, then reap: see the timer above.
-            while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
+            Sys.eintrSafe { waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) }
             done.withLock { exited = true }
             var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            Sys.eintrSafe { waitpid(pid, &status, 0) }
             let secs = formatDuration(SystemClock.now() - started)
             if status & 0x7f == 0 {
                 let code = (status >> 8) & 0xff

@@ -30,24 +30,18 @@ package enum Sys {
         }
     }
 
-    package static func describe(_ code: Int32) -> String {
-        switch code {
-        case ENOENT: return "no such file"
-        case EACCES: return "permission denied"
-        case EPERM: return "operation not permitted"
-        case ECONNREFUSED: return "connection refused"
-        case EADDRINUSE: return "address in use"
-        case ENOTDIR: return "a path component is not a directory"
-        case ENAMETOOLONG: return "path too long"
-        case EPIPE: return "broken pipe"
-        case ECONNRESET: return "connection reset"
-        case EMFILE: return "too many open files in this process"
-        case ENFILE: return "too many open files in the system"
-        case EAGAIN: return "timed out / would block"
-        case ENOTSOCK: return "not a socket"
-        case EROFS: return "read-only file system"
-        case ENOSPC: return "no space left on device"
-        default: return String(cString: strerror(code)).lowercased()
+    package static func describe(_ code: Int32) -> String { Errno.text(code) }
+
+    /// The one EINTR retry for calls that return -1 and set errno (or, with `returnsErrno`, return
+    /// the errno itself, as clock_nanosleep and posix_spawn do): runs `call` again while it fails
+    /// with EINTR and returns its last result. For callers that read errno themselves.
+    @inline(__always)
+    @discardableResult
+    package static func eintrSafe<T: BinaryInteger>(returnsErrno: Bool = false, _ call: () -> T) -> T {
+        while true {
+            let r = call()
+            if returnsErrno ? r == T(EINTR) : (r < 0 && Glibc.errno == EINTR) { continue }
+            return r
         }
     }
 

@@ -13,6 +13,7 @@ public struct SystemClock: MonotonicClock {
     /// Sleeps until the absolute instant `t` (pacing a synthetic source, not synchronisation).
     public static func sleep(until t: Nanos) {
         var ts = timespec(tv_sec: Int(t / nanosPerSecond), tv_nsec: Int(t % nanosPerSecond))
-        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+        // Unsafe: clock_nanosleep reads the local timespec; no remainder is asked for (nil).
+        Sys.eintrSafe(returnsErrno: true) { clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) }
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Glibc
 import ReelControl
+import ReelSystem
 
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -101,11 +102,7 @@ func monotonicNs() -> Int64 {
 }
 
 /// Sleeps until the CLOCK_MONOTONIC instant `t` (the redraw interval, not synchronisation).
-func sleepUntil(_ t: Int64) {
-    var ts = timespec(tv_sec: Int(t / 1_000_000_000), tv_nsec: Int(t % 1_000_000_000))
-    // Unsafe: clock_nanosleep reads the local timespec; no remainder is asked for (nil).
-    while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
-}
+func sleepUntil(_ t: Int64) { SystemClock.sleep(until: t) }
 
 /// Ctrl-C (SIGINT) ends a watching command with exit status 0, after a newline on a terminal.
 func exitOnInterrupt() {

@@ -220,7 +220,7 @@ final class MP4WriterTests: XCTestCase {
         XCTAssertThrowsError(try MP4Writer(path: "/nonexistent-reel-dir/x.mp4.part", video: v, audio: nil)) { error in
             let m = (error as? MediaError)?.message ?? ""
             XCTAssertTrue(m.contains("cannot open '/nonexistent-reel-dir/x.mp4.part' for writing: No such file or directory"), m)
-            XCTAssertTrue(m.contains("directory exists"), m)
+            XCTAssertTrue(m.contains("the directory /nonexistent-reel-dir does not exist: create it"), m)
             XCTAssertEqual((error as? MediaError)?.systemError, ENOENT)
         }
     }
@@ -228,12 +228,13 @@ final class MP4WriterTests: XCTestCase {
     /// Each reason a file cannot be created gets its own fix; a dead or read-only disk (the VM's
     /// capture-ioerror scenario meets EROFS for real) must not be told to "check the directory".
     func testOpenFailureHintsNameTheFix() {
-        XCTAssertTrue(MP4Writer.openFailureHint(errno: EROFS).contains("read-only, often after disk errors"))
-        XCTAssertTrue(MP4Writer.openFailureHint(errno: EIO).contains("storage device failed"))
-        XCTAssertTrue(MP4Writer.openFailureHint(errno: ENOSPC).contains("disk is full"))
-        XCTAssertTrue(MP4Writer.openFailureHint(errno: EACCES).contains("may write to the directory"))
-        XCTAssertEqual(MP4Writer.openFailureHint(errno: ENOENT), "check that the directory exists")
-        XCTAssertEqual(Set([EROFS, EIO, ENOSPC, EDQUOT, EACCES, ENOENT].map { MP4Writer.openFailureHint(errno: $0) }).count, 6)
+        func hint(_ e: Int32) -> String { MP4Writer.openFailureHint(errno: e, dir: "/v") }
+        XCTAssertTrue(hint(EROFS).contains("read-only, often after disk errors"))
+        XCTAssertTrue(hint(EIO).contains("storage device failed"))
+        XCTAssertTrue(hint(ENOSPC).contains("disk is full"))
+        XCTAssertTrue(hint(EACCES).contains("write to the directory /v"))
+        XCTAssertEqual(hint(ENOENT), "the directory /v does not exist: create it, or choose another --output-dir")
+        XCTAssertEqual(Set([EROFS, EIO, ENOSPC, EDQUOT, EACCES, ENOENT].map(hint)).count, 6)
     }
 
     /// Video that stops coming (a camera that hangs) while audio goes on: once the audio is

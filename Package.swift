@@ -26,20 +26,23 @@ let package = Package(
                        providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CTurboJPEG", path: "Sources/CTurboJPEG", pkgConfig: "libturbojpeg",
                        providers: [.apt(["libturbojpeg0-dev"])]),
-        // C macros and versioned symbols Swift cannot import, re-exported as functions.
-        .target(name: "CReelShim", dependencies: ["CX264", "CFFmpeg", "CV4L2"], path: "Sources/CReelShim"),
+        // What Swift cannot import (function-like macros, va_list callbacks, _GNU_SOURCE calls), as
+        // creel_* functions: one C shim per library. x264's and V4L2's are static inlines in their
+        // modules' shim.h; these two need C code.
+        .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"], path: "Sources/CFFmpegShim"),
+        .target(name: "CGlibcShim", path: "Sources/CGlibcShim"),
 
         // --- Pure Swift core: timeline, clocks, cuts, synthetic signals. No C, no devices. ---
         .target(name: "ReelCore", path: "Sources/ReelCore"),
 
         // --- Media: encoders, muxer, pixel conversion over the C modules. ---
         .target(name: "ReelMedia",
-                dependencies: ["ReelCore", "ReelSystem", "CReelShim", "CX264", "CFFmpeg", "CYUV", "CTurboJPEG"],
+                dependencies: ["ReelCore", "ReelSystem", "CX264", "CFFmpeg", "CFFmpegShim", "CYUV", "CTurboJPEG"],
                 path: "Sources/ReelMedia"),
 
         // --- System: one errno text, one EINTR retry, the monotonic clock, locks and queues,
         // heartbeats. Used by every stage below; no C library but Glibc. ---
-        .target(name: "ReelSystem", dependencies: ["ReelCore"], path: "Sources/ReelSystem"),
+        .target(name: "ReelSystem", dependencies: ["ReelCore", "CGlibcShim"], path: "Sources/ReelSystem"),
 
         // --- Control protocol (line-delimited JSON over a Unix socket), shared by both programs. ---
         .target(name: "ReelControl", dependencies: ["ReelCore", "ReelSystem", .product(name: "Logging", package: "swift-log")],
@@ -48,12 +51,12 @@ let package = Package(
         // --- The daemon, one module per stage (docs/ARCHITECTURE.md's diagram, left to right). ---
         // Capture: V4L2, ALSA, file and synthetic sources, device discovery, the frame pools.
         .target(name: "ReelCapture",
-                dependencies: ["ReelCore", "ReelSystem", "ReelMedia", "ReelControl", "CReelShim", "CV4L2", "CALSA",
+                dependencies: ["ReelCore", "ReelSystem", "ReelMedia", "ReelControl", "CV4L2", "CALSA",
                                .product(name: "Logging", package: "swift-log")],
                 path: "Sources/ReelCapture"),
         // Storage: durability (fsync, the .part lock), recovery, free space, write-failure text, the finish hook.
         .target(name: "ReelStorage",
-                dependencies: ["ReelCore", "ReelSystem", "ReelMedia", .product(name: "Logging", package: "swift-log")],
+                dependencies: ["ReelCore", "ReelSystem", "ReelMedia", "CGlibcShim", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/ReelStorage"),
         // Pipeline: the recording session (timeline, encoders, muxer), its queues and audio paths.
         .target(name: "ReelPipeline",
@@ -76,8 +79,8 @@ let package = Package(
                                          .product(name: "Logging", package: "swift-log")],
                           path: "Sources/reeld"),
         // --- `reelctl verify`: checks a recording of the synthetic sources (port of scripts/reel_verify.py).
-        // CX264 only because CReelShim.o references x264 and must link (see Scanner.swift). ---
-        .target(name: "ReelVerify", dependencies: ["ReelCore", "CFFmpeg", "CReelShim", "CX264"], path: "Sources/ReelVerify"),
+        // FFmpeg only (no x264, no devices). ---
+        .target(name: "ReelVerify", dependencies: ["ReelCore", "CFFmpeg", "CFFmpegShim"], path: "Sources/ReelVerify"),
 
         .executableTarget(name: "reelctl",
                           dependencies: ["ReelControl", "ReelCore", "ReelSystem", "ReelVerify",
@@ -94,8 +97,8 @@ let package = Package(
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore", "CFFmpeg"], path: "Tests/ReelMediaTests"),
         .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelSystem", "ReelCore"], path: "Tests/ReelControlTests"),
         .testTarget(name: "ReelConfigTests", dependencies: ["ReelConfig", "ReelCore"], path: "Tests/ReelConfigTests"),
-        .testTarget(name: "ReelStorageTests", dependencies: ["ReelStorage", "ReelCore"], path: "Tests/ReelStorageTests"),
-        .testTarget(name: "ReelServiceTests", dependencies: ["ReelService", "ReelSystem", "ReelControl", "ReelCore"], path: "Tests/ReelServiceTests"),
+        .testTarget(name: "ReelStorageTests", dependencies: ["ReelStorage", "ReelSystem", "ReelCore"], path: "Tests/ReelStorageTests"),
+        .testTarget(name: "ReelServiceTests", dependencies: ["ReelService", "ReelPipeline", "ReelMedia", "ReelSystem", "ReelControl", "ReelCore"], path: "Tests/ReelServiceTests"),
         .testTarget(name: "ReelVerifyTests", dependencies: ["ReelVerify"], path: "Tests/ReelVerifyTests"),
         .testTarget(name: "ReelFuzzTests", dependencies: ["ReelFuzz", "ReelConfig", "ReelControl"], path: "Tests/ReelFuzzTests"),
     ],

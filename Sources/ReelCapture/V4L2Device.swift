@@ -1,4 +1,3 @@
-import CReelShim
 import CV4L2
 import Glibc
 import ReelCore

@@ -1,5 +1,5 @@
 internal import CFFmpeg
-internal import CReelShim
+internal import CFFmpegShim
 import ReelCore
 
 /// AAC-LC with libavcodec's native "aac" encoder. Takes interleaved S16 in any chunk size, converts to

@@ -1,5 +1,4 @@
 internal import CX264
-internal import CReelShim
 import ReelCore
 
 /// H.264 (libx264, its own C API). Input I420 with pts in 1/90000; output length-prefixed NAL units

@@ -1,5 +1,5 @@
 internal import CFFmpeg
-internal import CReelShim
+internal import CFFmpegShim
 import Glibc
 import ReelCore
 import ReelSystem

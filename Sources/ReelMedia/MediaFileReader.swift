@@ -1,5 +1,5 @@
 internal import CFFmpeg
-internal import CReelShim
+internal import CFFmpegShim
 import ReelCore
 
 /// Reads raw video from a YUV4MPEG2 file (4:2:0 or 4:2:2) or S16 PCM from a WAV file, with

@@ -1,3 +1,4 @@
+import CGlibcShim
 import Glibc
 
 /// A failed system call: which one and its errno, read immediately after the call.
@@ -96,18 +97,10 @@ package enum Sys {
         _ = try retrying("listen") { Glibc.listen(fd, backlog) }
     }
 
-    /// Accepts one connection as a non-blocking, close-on-exec socket. (Glibc's Swift module does
-    /// not export accept4, so the flags are set right after accept.)
+    /// Accepts one connection as a non-blocking socket that is close-on-exec from its first
+    /// instant (accept4), so an on_finish program spawned meanwhile cannot inherit it.
     package static func accept(_ fd: Int32) throws(SystemError) -> Int32 {
-        let client = try retrying("accept") { Glibc.accept(fd, nil, nil) }
-        do {
-            try setCloseOnExec(client)
-            try setNonblocking(client)
-        } catch {
-            close(client)
-            throw error
-        }
-        return client
+        try retrying("accept4") { creel_accept_cloexec(fd, 1) }
     }
 
     /// Receives into `buffer` (never blocks); 0 means end of stream.
@@ -184,21 +177,12 @@ package enum Sys {
         _ = Glibc.close(fd)
     }
 
-    /// A non-blocking, close-on-exec pipe used to wake a thread blocked in poll: (read, write).
-    /// (Glibc's Swift module exports neither eventfd nor pipe2.)
+    /// A non-blocking pipe, close-on-exec from its first instant (pipe2), used to wake a thread
+    /// blocked in poll: (read, write). (Glibc's Swift module exports neither eventfd nor pipe2.)
     package static func wakePipe() throws(SystemError) -> (read: Int32, write: Int32) {
         var ends: [Int32] = [-1, -1]
-        // Unsafe: pipe writes exactly two descriptors into the two-element array.
-        _ = try retrying("pipe") { ends.withUnsafeMutableBufferPointer { Glibc.pipe($0.baseAddress) } }
-        do {
-            for fd in ends {
-                try setNonblocking(fd)
-                try setCloseOnExec(fd)
-            }
-        } catch {
-            ends.forEach(close)
-            throw error
-        }
+        // Unsafe: pipe2 writes exactly two descriptors into the two-element array.
+        _ = try retrying("pipe2") { ends.withUnsafeMutableBufferPointer { creel_pipe_cloexec_nonblock($0.baseAddress) } }
         return (ends[0], ends[1])
     }
 

@@ -1,7 +1,5 @@
 internal import CFFmpeg
-internal import CReelShim
-// CReelShim's object file also wraps x264_encoder_open: importing CX264 autolinks libx264 for it.
-internal import CX264
+internal import CFFmpegShim
 import Synchronization
 
 /// Why a file could not be analysed at all (`reelctl verify` exits 2): names the file and the fix.

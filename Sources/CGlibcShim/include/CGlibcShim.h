@@ -1,0 +1,15 @@
+#ifndef CGLIBCSHIM_H
+#define CGLIBCSHIM_H
+#include <spawn.h>
+
+/// Glibc's Swift module exports neither accept4 nor pipe2 nor posix_spawn's closefrom action
+/// (they are _GNU_SOURCE declarations); shim.c defines _GNU_SOURCE and calls them.
+
+/// accept4(fd, NULL, NULL, SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0)): the client's
+/// descriptor is close-on-exec from its first instant, so a hook spawned meanwhile cannot inherit it.
+int creel_accept_cloexec(int fd, int nonblocking);
+/// pipe2(fds, O_CLOEXEC | O_NONBLOCK).
+int creel_pipe_cloexec_nonblock(int fds[2]);
+/// posix_spawn_file_actions_addclosefrom_np(actions, from): the child closes every descriptor >= from.
+int creel_spawn_closefrom(posix_spawn_file_actions_t *actions, int from);
+#endif

@@ -26,17 +26,26 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     private var freeSpace: (dir: String, bytes: Int64?)?
     private let startedAt = SystemClock.now()
     /// Called with a one-line state whenever it changes (systemd STATUS=).
-    public var onStateChange: (@Sendable (String) -> Void)?
+    private let onStateChange: @Sendable (String) -> Void
+    /// Set once shutdown begins (SIGTERM): from then on `start` is refused, also a start that was
+    /// already waiting for `lifecycle` behind the final stop.
+    private var closing = false
+    /// Recordings whose end is being handled (`sessionEnded`: logging, events, starting the
+    /// on_finish program); `shutdown` waits for it to reach 0, so a stop that raced SIGTERM still
+    /// has its hook started and counted before reeld waits for hooks and exits.
+    private var ending = 0
     /// Heartbeats of each recording's capture and pipeline threads (read by the Supervisor).
     public let health: HealthMonitor
     /// State changes, segments, finished files and errors, for `events` subscribers
     /// (`ControlServer.attach(events:)`). Publishing never blocks the recorder.
     public let events = EventBus()
 
-    public init(config: RecorderConfig, logger: Logger, health: HealthMonitor = HealthMonitor()) {
+    public init(config: RecorderConfig, logger: Logger, health: HealthMonitor = HealthMonitor(),
+                onStateChange: @escaping @Sendable (String) -> Void = { _ in }) {
         self.currentConfig = config
         self.logger = logger
         self.health = health
+        self.onStateChange = onStateChange
         refreshFreeSpace()
     }
 
@@ -45,7 +54,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         case .start: return start(name: request.name, id: request.id)
         case .pause: return control(.pause, id: request.id)
         case .resume: return control(.resume, id: request.id)
-        case .stop: return stop(id: request.id)
+        case .stop: return stop(id: request.id, deadline: SystemClock.now() + Self.stopWaitNs)
         case .status: return reply(id: request.id)
         case .devices:
             var r = Reply(v: protocolVersion, id: request.id, ok: true)
@@ -79,7 +88,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         logger.error("\(msg)")
         monitor.withLock { lastError = msg }
         emitError(msg)
-        Thread.detachNewThread { [self] in _ = stop(id: nil) }
+        Thread.detachNewThread { [self] in _ = stop(id: nil, deadline: SystemClock.now() + Self.stopWaitNs) }
     }
 
     /// Free space in the output directory for status, measured here (tick, start, stop) and not
@@ -98,11 +107,17 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         Storage.recoverPartFiles(in: config.outputDir, logger: logger)
     }
 
-    /// Finishes any recording (SIGTERM/SIGINT) and waits for its file.
-    public func shutdown() {
+    /// Finishes any recording (SIGTERM/SIGINT) and waits for its file, at most until `deadline`;
+    /// refuses every `start` from now on. Returns once the end of every recording has been handled
+    /// (its on_finish program started), or at the deadline.
+    public func shutdown(deadline: Nanos) {
+        monitor.withLock { closing = true }
         if monitor.withLock({ session }) != nil {
             logger.notice("shutting down: finishing the current recording")
-            _ = stop(id: nil)
+            _ = stop(id: nil, deadline: deadline)
+        }
+        monitor.withLock {
+            while ending > 0, monitor.wait(until: deadline) {}
         }
     }
 
@@ -110,6 +125,9 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
 
     private func start(name: String?, id: Int?) -> Reply {
         lifecycle.lock(); defer { lifecycle.unlock() }
+        if monitor.withLock({ closing }) {
+            return failure(id, .wrongState("cannot start: reeld is shutting down (start it again, e.g. 'systemctl start reeld')"))
+        }
         if let s = monitor.withLock({ session }) {
             return failure(id, .wrongState("cannot start: already recording \(s.partPath) (run 'reelctl stop' first)"))
         }
@@ -171,7 +189,10 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         }
     }
 
-    private func stop(id: Int?) -> Reply {
+    /// How long a `stop` waits for the pipeline to finish the file before answering with an error.
+    static let stopWaitNs: Nanos = 120 * nanosPerSecond
+
+    private func stop(id: Int?, deadline: Nanos) -> Reply {
         lifecycle.lock(); defer { lifecycle.unlock() }
         guard let s = monitor.withLock({ session }) else {
             return failure(id, .wrongState("cannot stop: not recording (state is idle)"))
@@ -182,8 +203,9 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         case let .failed(msg): return failure(id, .failed(msg))
         }
         stateChanged(file: s.partPath)
-        guard let result = s.finished.wait(until: SystemClock.now() + 120 * nanosPerSecond) else {
-            return failure(id, .failed("stopping \(s.partPath) did not finish within 120 s; the daemon log has details"))
+        let asked = SystemClock.now()
+        guard let result = s.finished.wait(until: deadline) else {
+            return failure(id, .failed("stopping \(s.partPath) did not finish within \(max(0, deadline - asked) / nanosPerSecond) s; the daemon log has details"))
         }
         sessionEnded(s, result)
         switch result {
@@ -203,6 +225,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         let changed: Bool = monitor.withLock {
             guard session === s else { return false }
             session = nil
+            ending += 1
             switch result {
             case let .success(p):
                 lastFile = p
@@ -217,6 +240,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             return true
         }
         guard changed else { return }
+        defer { monitor.withLock { ending -= 1; monitor.broadcast() } }
         refreshFreeSpace()
         switch result {
         case let .success(p):
@@ -320,8 +344,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     private func stateChanged(file: String?) {
         let st = status()
         events.publish(ControlEvent(event: ControlEvent.Kind.state, state: st.state, file: file ?? st.file, at: SystemClock.now()))
-        guard let cb = onStateChange else { return }
-        cb(statusLine().line)
+        onStateChange(statusLine().line)
     }
 
     private func emitError(_ message: String) {

@@ -27,21 +27,24 @@ public enum WatchdogEnvironment {
 /// `stopping`, which is guarded by `monitor`.
 public final class Supervisor: @unchecked Sendable {
     private let notifier: Notifier
+    private let status: StatusChannel
     private let health: HealthMonitor
     private let statusLine: @Sendable () -> (line: String, active: Bool)
     private let watchdogNs: Nanos?
     private let stallNs: Nanos
     private let logger: Logger
-    public var onTick: (@Sendable () -> Void)?
+    private let onTick: @Sendable () -> Void
     private let monitor = Monitor()
     private var stopping = false
     // Supervisor thread only.
-    private var lastStatus = ""
     private var unhealthy = false
 
-    public init(notifier: Notifier, health: HealthMonitor, watchdogNs: Nanos?, stallNs: Nanos = 2 * nanosPerSecond,
-                logger: Logger, statusLine: @escaping @Sendable () -> (line: String, active: Bool)) {
+    public init(notifier: Notifier, status: StatusChannel, health: HealthMonitor, watchdogNs: Nanos?,
+                stallNs: Nanos = 2 * nanosPerSecond, logger: Logger,
+                statusLine: @escaping @Sendable () -> (line: String, active: Bool), onTick: @escaping @Sendable () -> Void) {
         self.notifier = notifier
+        self.status = status
+        self.onTick = onTick
         self.health = health
         self.watchdogNs = watchdogNs
         self.stallNs = stallNs
@@ -57,9 +60,6 @@ public final class Supervisor: @unchecked Sendable {
     }
 
     public func stop() { monitor.withLock { stopping = true; monitor.broadcast() } }
-
-    /// The status line was just sent by someone else (a state change); do not repeat it.
-    public func noteStatusSent(_ line: String) { monitor.withLock { lastStatus = line } }
 
     private func run() {
         let tick: Nanos = min(nanosPerSecond, (watchdogNs ?? 2 * nanosPerSecond) / 2)
@@ -78,7 +78,7 @@ public final class Supervisor: @unchecked Sendable {
                 if unhealthy {
                     unhealthy = false
                     logger.notice("all recording threads are moving again; watchdog pings resumed")
-                    monitor.withLock { lastStatus = "" }
+                    status.forget()
                 }
                 if watchdogNs != nil, now >= nextPing {
                     notifier.send("WATCHDOG=1")
@@ -88,20 +88,13 @@ public final class Supervisor: @unchecked Sendable {
                 unhealthy = true
                 let what = stalls.map { "\($0.name) stalled for \(formatDuration($0.sinceNs))" }.joined(separator: ", ")
                 logger.critical("\(what); withholding watchdog pings so systemd restarts reeld")
-                let line = "error: \(what)"
-                monitor.withLock { lastStatus = line }
-                notifier.send("STATUS=\(line)")
+                status.send("error: \(what)")
             }
             if !unhealthy {
                 let (line, active) = statusLine()
-                let changed: Bool = monitor.withLock {
-                    guard active, line != lastStatus else { return false }
-                    lastStatus = line
-                    return true
-                }
-                if changed { notifier.send("STATUS=\(line)") }
+                if active { status.sendIfChanged(line) }
             }
-            onTick?()
+            onTick()
         }
     }
 }

@@ -1,3 +1,4 @@
+import CGlibcShim
 import Foundation
 import Glibc
 import Logging
@@ -93,13 +94,22 @@ public enum Storage {
 public enum FinishHook {
     /// Hooks still running, so shutdown can let them finish (systemd would kill them with reeld).
     private static let running = Monitor()
-    nonisolated(unsafe) private static var runningCount = 0  // guarded by `running`
+    nonisolated(unsafe) private static var runningPids: [pid_t: String] = [:]  // guarded by `running`
 
-    /// Waits until no hook is running (each is killed at its own timeout, so this is bounded).
-    public static func waitForRunning(logger: Logger) {
+    /// Waits until no hook is running, at most until `deadline` (shutdown must end within the
+    /// unit's TimeoutStopSec, whatever on_finish_timeout says): hooks still running then are
+    /// killed, said in the log, and reaped.
+    public static func waitForRunning(until deadline: Nanos, logger: Logger) {
         running.withLock {
-            if runningCount > 0 { logger.notice("waiting for \(runningCount) on_finish program(s) to finish") }
-            while runningCount > 0 { _ = running.wait(until: nil) }
+            if !runningPids.isEmpty { logger.notice("waiting for \(runningPids.count) on_finish program(s) to finish") }
+            while !runningPids.isEmpty, running.wait(until: deadline) {}
+            guard !runningPids.isEmpty else { return }
+            for (pid, what) in runningPids {
+                logger.warning("on_finish: \(what) still running at shutdown; killing it (reeld must exit before systemd's TimeoutStopSec)")
+                kill(pid, SIGKILL)
+            }
+            // A killed child exits at once; its reaper thread removes it.
+            while !runningPids.isEmpty, running.wait(until: SystemClock.now() + nanosPerSecond) {}
         }
     }
 
@@ -113,6 +123,10 @@ public enum FinishHook {
         posix_spawnattr_init(&attr)
         defer { posix_spawn_file_actions_destroy(&actions); posix_spawnattr_destroy(&attr) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        // The hook inherits stdin (/dev/null), stdout and stderr (the journal) and nothing else:
+        // not the control socket, a client's connection, the .part file or a wake pipe, whatever
+        // a thread opened without O_CLOEXEC at the instant of the spawn.
+        creel_spawn_closefrom(&actions, 3)
         // reeld ignores SIGPIPE/SIGTERM/SIGINT/SIGHUP (signal sources); the hook gets defaults.
         var defaults = sigset_t()
         sigemptyset(&defaults)
@@ -131,7 +145,7 @@ public enum FinishHook {
             return
         }
         let pid = spawned
-        running.withLock { runningCount += 1 }
+        running.withLock { runningPids[pid] = "\(program) \(file)" }
         logger.info("on_finish: started \(program) \(file) (pid \(pid))", metadata: ["RECORDING": "\(file)"])
         let started = SystemClock.now()
         let done = Monitor()
@@ -160,7 +174,7 @@ public enum FinishHook {
             } else {
                 logger.error("on_finish: \(program) \(file) killed by signal \(status & 0x7f) after \(secs)", metadata: ["RECORDING": "\(file)"])
             }
-            running.withLock { runningCount -= 1; running.broadcast() }
+            running.withLock { runningPids[pid] = nil; running.broadcast() }
         }
     }
 }

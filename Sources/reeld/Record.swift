@@ -77,21 +77,15 @@ struct Record: ParsableCommand {
         let logger = Logger(label: "reeld")
         signal(SIGPIPE, SIG_IGN)
         FFmpegLog.warningsOnly()
-        let signals = DispatchQueue(label: "reel-signals")
-        var sources: [DispatchSourceSignal] = []
-        for sig in [SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)
-            let src = DispatchSource.makeSignalSource(signal: sig, queue: signals)
-            src.setEventHandler {
-                logger.notice("received \(sig == SIGTERM ? "SIGTERM" : "SIGINT"): finishing the recording")
-                OneShot.stopEarly()
-            }
-            src.resume()
-            sources.append(src)
-        }
+        // One service: the recording, which a signal finishes early (`record` then returns).
+        let services = ServiceGroup([ServiceGroup.Service("recording", stop: { _ in OneShot.stopEarly() })], logger: logger)
+        services.shutdownOnSignals(queue: DispatchQueue(label: "reel-signals"), announce: { sig in
+            logger.notice("received \(sig == SIGTERM ? "SIGTERM" : "SIGINT"): finishing the recording")
+        })
+        try services.start()
         let output = self.output.hasPrefix("/") ? self.output : FileManager.default.currentDirectoryPath + "/" + self.output
         do {
-            let (path, snap) = try withExtendedLifetime(sources) {
+            let (path, snap) = try withExtendedLifetime(services) {
                 try OneShot.record(config: config, output: output, duration: nanos("--duration", duration),
                                    pauseEvery: nanos("--pause-every", pauseEvery),
                                    pauseFor: nanos("--pause-for", pauseFor) ?? 0, logger: logger)

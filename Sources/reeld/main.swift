@@ -73,14 +73,10 @@ struct Serve: ParsableCommand {
         let watchdog = WatchdogEnvironment.timeoutNs(environment: env)
         // The Notifier and watchdog have read these; the on_finish program must not inherit them.
         for v in ["WATCHDOG_USEC", "WATCHDOG_PID", "NOTIFY_SOCKET"] { unsetenv(v) }
-        let recorder = Recorder(config: config, logger: logger)
-        let supervisor = Supervisor(notifier: notifier, health: recorder.health, watchdogNs: watchdog, logger: logger,
-                                    statusLine: { recorder.statusLine() })
-        recorder.onStateChange = { line in
-            supervisor.noteStatusSent(line)
-            notifier.send("STATUS=\(line)")
-        }
-        supervisor.onTick = { recorder.tick() }
+        let status = StatusChannel(notifier: notifier)
+        let recorder = Recorder(config: config, logger: logger, onStateChange: { status.send($0) })
+        let supervisor = Supervisor(notifier: notifier, status: status, health: recorder.health, watchdogNs: watchdog,
+                                    logger: logger, statusLine: { recorder.statusLine() }, onTick: { recorder.tick() })
         recorder.recoverPartFiles()
 
         let policy = PeerPolicy(groupName: settings.optionalString(.controlGroup), userName: settings.optionalString(.controlUser))
@@ -104,26 +100,23 @@ struct Serve: ParsableCommand {
             throw ExitCode(1)
         }
         server.attach(events: recorder.events)
-        server.start()
+        // Started in this order, stopped in reverse: the recorder first (no start from now on; the
+        // recording finished), then the on_finish programs it started, the supervisor, the socket.
+        let services = ServiceGroup([
+            ServiceGroup.Service("control socket", start: { server.start() }, stop: { _ in server.shutdown() }),
+            ServiceGroup.Service("supervisor", stop: { _ in supervisor.stop() }),
+            ServiceGroup.Service("on_finish programs", stop: { FinishHook.waitForRunning(until: $0, logger: logger) }),
+            ServiceGroup.Service("recorder", stop: { recorder.shutdown(deadline: $0) }),
+        ], logger: logger)
         // Signal handling is in place before READY=1: a reload or stop right after never kills
         // reeld (SIGHUP's default action) or skips finishing a recording.
         let signals = DispatchQueue(label: "reel-signals")
+        services.shutdownOnSignals(queue: signals, announce: { sig in
+            logger.notice("received \(sig == SIGTERM ? "SIGTERM" : "SIGINT"), shutting down")
+            notifier.send("STOPPING=1")
+        }, after: { Foundation.exit(0) })
+        try services.start()
         var sources: [DispatchSourceSignal] = []
-        for sig in [SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)
-            let src = DispatchSource.makeSignalSource(signal: sig, queue: signals)
-            src.setEventHandler {
-                logger.notice("received \(sig == SIGTERM ? "SIGTERM" : "SIGINT"), shutting down")
-                notifier.send("STOPPING=1")
-                recorder.shutdown()
-                FinishHook.waitForRunning(logger: logger)
-                supervisor.stop()
-                server.shutdown()
-                Foundation.exit(0)
-            }
-            src.resume()
-            sources.append(src)
-        }
         signal(SIGHUP, SIG_IGN)
         let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: signals)
         hup.setEventHandler {
@@ -144,7 +137,7 @@ struct Serve: ParsableCommand {
         sources.append(hup)
         logger.notice("listening on \(listening) for \(policy.summary); recordings go to \(config.outputDir)")
         notifier.send("READY=1\nSTATUS=idle")
-        supervisor.start()  // after READY=1: the first WATCHDOG=1 follows it
+        supervisor.start()  // after READY=1: the first WATCHDOG=1 follows it (its stop is in `services`)
         withExtendedLifetime(sources) { dispatchMain() }
     }
 }

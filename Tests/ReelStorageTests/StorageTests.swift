@@ -1,7 +1,8 @@
 import Foundation
-import ReelControl
 import ReelCore
 @testable import ReelStorage
+import Logging
+import ReelSystem
 import XCTest
 
 final class StorageTests: XCTestCase {
@@ -44,5 +45,44 @@ final class WriteFailureTextTests: XCTestCase {
         // Any other errno: the system's words and the directory to check.
         let other = WriteFailureText.message(errno: ENXIO, verb: "writing", part: part, kept: .unknown("it stays as /v/x.mp4.part"), dir: "/v")
         XCTAssertEqual(other, "no such device or address writing /v/x.mp4.part: the file could not be written; it stays as /v/x.mp4.part (check /v and the kernel log (dmesg))")
+    }
+}
+
+final class FinishHookTests: XCTestCase {
+    private func tempDir() throws -> String {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("reel-hook-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+        return d
+    }
+
+    /// The hook gets stdin, stdout and stderr and no other descriptor of reeld's, even one a
+    /// thread opened without O_CLOEXEC (here fd 77, like a socket accepted at that instant).
+    func testTheHookInheritsOnlyStdio() throws {
+        let d = try tempDir()
+        defer { try? FileManager.default.removeItem(atPath: d) }
+        let leaked = open("/dev/null", O_RDONLY)  // no O_CLOEXEC
+        XCTAssertEqual(dup2(leaked, 77), 77)
+        close(leaked)
+        defer { close(77) }
+        let file = "\(d)/x.mp4"
+        FinishHook.run(["/bin/sh", "-c", "ls /proc/self/fd > \"$0.fds\""], file: file, timeoutNs: 30 * nanosPerSecond,
+                       logger: Logger(label: "test"))
+        FinishHook.waitForRunning(until: SystemClock.now() + 30 * nanosPerSecond, logger: Logger(label: "test"))
+        let fds = Set(try String(contentsOfFile: file + ".fds", encoding: .utf8).split(separator: "\n").compactMap { Int($0) })
+        // ls's own descriptors: 0-2 and the directory it lists (3).
+        XCTAssertEqual(fds, [0, 1, 2, 3], "the hook inherited \(fds.subtracting([0, 1, 2, 3]).sorted())")
+    }
+
+    /// At shutdown a hook gets what is left of the budget, whatever on_finish_timeout says.
+    func testShutdownKillsAHookStillRunningAtTheDeadline() throws {
+        let d = try tempDir()
+        defer { try? FileManager.default.removeItem(atPath: d) }
+        let t0 = SystemClock.now()
+        FinishHook.run(["/bin/sh", "-c", "exec sleep 60"], file: "\(d)/x.mp4", timeoutNs: 86_400 * nanosPerSecond,
+                       logger: Logger(label: "test"))
+        FinishHook.waitForRunning(until: t0 + 300_000_000, logger: Logger(label: "test"))
+        let waited = SystemClock.now() - t0
+        XCTAssertGreaterThanOrEqual(waited, 300_000_000, "the hook ended before the deadline: nothing was tested")
+        XCTAssertLessThan(waited, 20 * nanosPerSecond, "waited for the hook's own timeout")
     }
 }

@@ -183,6 +183,28 @@ def test_on_finish_hook_runs_with_the_file(reeld):
     assert re.search(r"on_finish: .*hook\.sh .*hooked\.mp4 exited with status 3", log), log
 
 
+def test_stop_and_sigterm_at_once_run_the_hook_once_to_completion(reeld):
+    """`reelctl stop` and SIGTERM at the same moment: the file is finished once and on_finish
+    runs exactly once, to its end, before reeld exits (the hook takes a second, so an exit that
+    did not wait for it, or a hook never started, shows as no line)."""
+    d = tempfile.mkdtemp(prefix="reel-hookrace-", dir="/tmp")
+    hook = os.path.join(d, "hook.sh")
+    ran = os.path.join(d, "ran")
+    with open(hook, "w") as f:
+        f.write(f'#!/bin/sh\nsleep 1\nprintf "done %s\\n" "$1" >> {ran}\n')
+    os.chmod(hook, 0o755)
+    r = reeld("hookrace", **{"on-finish": hook})
+    r.ctl("start", "--name", "raced")
+    stop = subprocess.Popen([os.path.join(r.bindir, "reelctl"), "--socket", r.socket, "stop"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    r.proc.send_signal(signal.SIGTERM)
+    assert r.terminate() == 0, r.log_tail()
+    stop.communicate(timeout=30)
+    assert os.path.exists(os.path.join(r.out_dir, "raced.mp4")), os.listdir(r.out_dir)
+    lines = open(ran).read().splitlines() if os.path.exists(ran) else []
+    assert lines == [f"done {os.path.join(r.out_dir, 'raced.mp4')}"], f"{lines}\n{r.log_tail()}"
+
+
 def probe_size(path):
     out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height",
                           "-of", "csv=p=0", path], capture_output=True, text=True, timeout=30).stdout.strip()

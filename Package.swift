@@ -99,6 +99,7 @@ let package = Package(
         .testTarget(name: "ReelConfigTests", dependencies: ["ReelConfig", "ReelCore"], path: "Tests/ReelConfigTests"),
         .testTarget(name: "ReelStorageTests", dependencies: ["ReelStorage", "ReelSystem", "ReelCore"], path: "Tests/ReelStorageTests"),
         .testTarget(name: "ReelServiceTests", dependencies: ["ReelService", "ReelPipeline", "ReelMedia", "ReelSystem", "ReelControl", "ReelCore"], path: "Tests/ReelServiceTests"),
+        .testTarget(name: "ReelctlTests", dependencies: ["reelctl", "ReelControl", "ReelCore"], path: "Tests/ReelctlTests"),
         .testTarget(name: "ReelVerifyTests", dependencies: ["ReelVerify"], path: "Tests/ReelVerifyTests"),
         .testTarget(name: "ReelFuzzTests", dependencies: ["ReelFuzz", "ReelConfig", "ReelControl"], path: "Tests/ReelFuzzTests"),
     ],

@@ -156,43 +156,6 @@ final class LiveViewTests: XCTestCase {
     }
 
     // MARK: The watch screen
-
-    private func status(frames: Int64, bytes: Int64?, peaks: [Double?] = [-6.0]) -> StatusInfo {
-        var s = StatusInfo(state: .recording, file: "/o/a.mp4.part", segments: [SegmentInfo(index: 0, durationNs: 2_000_000_000)],
-                           recordedNs: 2_000_000_000, frames: frames, droppedFrames: 1, audioSamples: 0, lastFile: nil,
-                           lastError: nil, video: "v", audio: "a", uptimeNs: 1)
-        s.audioPeakDbfs = peaks
-        s.bytesWritten = bytes
-        s.freeBytes = 12_345_678_901
-        return s
-    }
-
-    func testWatchScreenRates() {
-        let a = WatchScreen.Sample(status: status(frames: 30, bytes: 1_000_000), at: 1_000_000_000)
-        let b = WatchScreen.Sample(status: status(frames: 60, bytes: 1_250_000), at: 2_000_000_000)
-        XCTAssertEqual(WatchScreen.fps(a, b), "30.0")
-        XCTAssertEqual(WatchScreen.kbps(a, b), "2000.0")
-        XCTAssertNil(WatchScreen.fps(nil, b))
-        var other = b
-        other.status.file = "/o/b.mp4.part"
-        XCTAssertNil(WatchScreen.fps(a, other), "no rate across two recordings")
-        XCTAssertEqual(WatchScreen.peaks([-6.0, nil]), "ch1 -6.0 dBFS, ch2 silent")
-        XCTAssertEqual(WatchScreen.megabytes(12_345_678_901), "12345.7 MB")
-        XCTAssertEqual(WatchScreen.render(a, b), """
-            state:          recording
-            file:           /o/a.mp4.part
-            elapsed:        2.000 s
-            segments:       1
-            frames:         60
-            fps:            30.0
-            dropped frames: 1
-            audio peak:     ch1 -6.0 dBFS
-            bitrate:        2000.0 kbit/s
-            written:        1.3 MB
-            free:           12345.7 MB
-
-            """)
-    }
 }
 
 private final class Counter: Sendable {

@@ -76,33 +76,6 @@ final class ProtocolTests: XCTestCase {
         XCTAssertEqual(SocketPath.resolve(explicit: nil, environment: [:]), "/run/reel/reeld.sock")
         XCTAssertEqual(SocketPath.resolve(explicit: nil, environment: ["REEL_SOCKET": ""]), "/run/reel/reeld.sock")
     }
-
-    func testStatusText() {
-        XCTAssertEqual(StatusText.seconds(2_000_000_000), "2.000 s")
-        XCTAssertEqual(StatusText.seconds(1_234_567_890), "1.234 s")
-        XCTAssertEqual(StatusText.seconds(45_000_000), "0.045 s")
-        XCTAssertEqual(StatusText.seconds(3_723_004_000_000), "3723.004 s")
-        let status = StatusInfo(state: .paused, file: "/srv/reel/a.mp4.part",
-                                segments: [SegmentInfo(index: 0, durationNs: 2_000_000_000), SegmentInfo(index: 1, durationNs: 1_500_000_000)],
-                                recordedNs: 3_500_000_000, frames: 105, droppedFrames: 2, audioSamples: 168_000,
-                                lastFile: nil, lastError: "disk full", video: "v", audio: "a", uptimeNs: 10_000_000_000)
-        XCTAssertEqual(StatusText.render(status), """
-            state:          paused
-            file:           /srv/reel/a.mp4.part
-            segments:       2
-              #0:           2.000 s
-              #1:           1.500 s
-            recorded:       3.500 s
-            frames:         105
-            dropped frames: 2
-            audio samples:  168000
-            last error:     disk full
-            video:          v
-            audio:          a
-            uptime:         10.000 s
-
-            """)
-    }
 }
 
 final class JSONWriterTests: XCTestCase {

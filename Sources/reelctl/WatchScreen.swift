@@ -1,54 +1,14 @@
 import Foundation
+import ReelControl
 import ReelCore
 
-/// The human-readable form of a status, as `reelctl status` prints it.
-public enum StatusText {
-    /// `ns` as seconds with milliseconds, e.g. "2.000 s" (integer arithmetic, truncating to ms).
-    public static func seconds(_ ns: Nanos) -> String {
-        let sign = ns < 0 ? "-" : ""
-        let magnitude = ns.magnitude
-        let ms = magnitude / 1_000_000
-        let frac = String(ms % 1000)
-        return "\(sign)\(ms / 1000).\(String(repeating: "0", count: 3 - frac.count))\(frac) s"
-    }
-
-    /// A few aligned lines, each ending in a newline.
-    public static func render(_ s: StatusInfo) -> String {
-        var rows: [(String, String)] = [
-            ("state", s.state.rawValue),
-            ("file", s.file ?? "-"),
-            ("segments", "\(s.segments.count)"),
-        ]
-        for segment in s.segments {
-            rows.append(("  #\(segment.index)", seconds(segment.durationNs)))
-        }
-        rows += [
-            ("recorded", seconds(s.recordedNs)),
-            ("frames", "\(s.frames)"),
-            ("dropped frames", "\(s.droppedFrames)"),
-            ("audio samples", "\(s.audioSamples)"),
-        ]
-        if let lastFile = s.lastFile { rows.append(("last file", lastFile)) }
-        if let lastError = s.lastError { rows.append(("last error", lastError)) }
-        rows += [
-            ("video", s.video),
-            ("audio", s.audio),
-            ("uptime", seconds(s.uptimeNs)),
-        ]
-        let width = rows.map { $0.0.count }.max() ?? 0
-        return rows.map { label, value in
-            label + ":" + String(repeating: " ", count: width - label.count + 1) + value + "\n"
-        }.joined()
-    }
-}
-
 /// The screen `reelctl status --watch` draws: one status, with rates from the previous one.
-public enum WatchScreen {
+enum WatchScreen {
     /// A status and the client's CLOCK_MONOTONIC instant (ns) when its reply arrived.
-    public struct Sample: Sendable {
-        public var status: StatusInfo
-        public var at: Int64
-        public init(status: StatusInfo, at: Int64) {
+    struct Sample: Sendable {
+        var status: StatusInfo
+        var at: Int64
+        init(status: StatusInfo, at: Int64) {
             self.status = status
             self.at = at
         }
@@ -62,14 +22,14 @@ public enum WatchScreen {
     }
 
     /// Frames per second between two samples of the same recording, e.g. "30.0"; nil without one.
-    public static func fps(_ prev: Sample?, _ cur: Sample) -> String? {
+    static func fps(_ prev: Sample?, _ cur: Sample) -> String? {
         guard let prev, prev.status.file == cur.status.file, cur.status.file != nil,
               cur.status.frames >= prev.status.frames else { return nil }
         return tenths((cur.status.frames - prev.status.frames) * 1_000_000_000, cur.at - prev.at)
     }
 
     /// File growth between two samples in kbit/s, e.g. "1234.5"; nil without one.
-    public static func kbps(_ prev: Sample?, _ cur: Sample) -> String? {
+    static func kbps(_ prev: Sample?, _ cur: Sample) -> String? {
         guard let prev, prev.status.file == cur.status.file, let b0 = prev.status.bytesWritten,
               let b1 = cur.status.bytesWritten, b1 >= b0 else { return nil }
         // bytes * 8 / 1000 per second = bytes * 8e6 / ns
@@ -77,7 +37,7 @@ public enum WatchScreen {
     }
 
     /// "-6.0 dBFS" per channel, "silent" for digital silence.
-    public static func peaks(_ dbfs: [Double?]) -> String {
+    static func peaks(_ dbfs: [Double?]) -> String {
         guard !dbfs.isEmpty else { return "-" }
         return dbfs.enumerated().map { i, p in
             "ch\(i + 1) " + (p.map { String(format: "%.1f dBFS", $0) } ?? "silent")
@@ -85,12 +45,12 @@ public enum WatchScreen {
     }
 
     /// "123.4 MB" (decimal megabytes, integer arithmetic).
-    public static func megabytes(_ bytes: Int64?) -> String {
+    static func megabytes(_ bytes: Int64?) -> String {
         guard let bytes, bytes >= 0 else { return "-" }
         return "\(tenths(bytes, 1_000_000)!) MB"
     }
 
-    public static func render(_ prev: Sample?, _ cur: Sample) -> String {
+    static func render(_ prev: Sample?, _ cur: Sample) -> String {
         let s = cur.status
         var rows: [(String, String)] = [
             ("state", s.state.rawValue),

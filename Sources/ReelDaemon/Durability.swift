@@ -88,6 +88,7 @@ final class FileSyncer: @unchecked Sendable {
         repeat { rc = fdatasync(fd) } while rc != 0 && errno == EINTR
         let err = rc == 0 ? 0 : errno
         let dt = SystemClock.now() - t0
+        SyncLatency.record(dt)
         let report = monitor.withLock { () -> Bool in
             syncs += 1; totalNs += dt; maxNs = max(maxNs, dt)
             if err != 0 && firstError == nil { firstError = err; return true }

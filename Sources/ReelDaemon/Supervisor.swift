@@ -32,6 +32,8 @@ public final class Supervisor: @unchecked Sendable {
     private let stallNs: Nanos
     private let logger: Logger
     public var onTick: (@Sendable () -> Void)?
+    /// Runs when threads are first seen stalled (the metrics count it).
+    public var onStall: (@Sendable () -> Void)?
     private let monitor = Monitor()
     private var stopping = false
     // Supervisor thread only.
@@ -87,6 +89,7 @@ public final class Supervisor: @unchecked Sendable {
                 unhealthy = true
                 let what = stalls.map { "\($0.name) stalled for \(formatDuration($0.sinceNs))" }.joined(separator: ", ")
                 logger.critical("\(what); withholding watchdog pings so systemd restarts reeld")
+                onStall?()
                 let line = "error: \(what)"
                 monitor.withLock { lastStatus = line }
                 notifier.send("STATUS=\(line)")

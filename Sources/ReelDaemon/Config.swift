@@ -28,6 +28,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
     case outputDir = "output_dir", minFreeMB = "min_free_mb", fsync, onFinish = "on_finish", onFinishTimeout = "on_finish_timeout"
     case video, audio, size, fps, pixelFormat = "pixel_format", sampleRate = "sample_rate", channels
     case preset, tune, crf, bitrate, keyint, profile, audioBitrate = "audio_bitrate"
+    case metricsFile = "metrics_file"
 
     /// The table: one declaration per setting. `doc` is its comment in reeld.toml and `help` its
     /// line in `reeld --help`; in both, {range} and {values} stand for the allowed values.
@@ -157,6 +158,16 @@ public enum SettingKey: String, CaseIterable, Sendable {
         case .audioBitrate:
             return SettingSpec(.encoding, .int(128_000), .range(8000...512_000, unit: " b/s"),
                 help: "AAC bitrate in b/s ({range}).", doc: "AAC bitrate in b/s ({range}).")
+        case .metricsFile:
+            return SettingSpec(.monitoring, .string(""), .check(Self.metricsPath), restartToApply: true,
+                help: "A file to rewrite once a second with reeld's metrics in the Prometheus text format, for node_exporter's textfile collector (e.g. /var/lib/node_exporter/textfile_collector/reel.prom); \"\" for none.",
+                doc: """
+                A file reeld rewrites once a second with its metrics in the Prometheus text format, for
+                node_exporter's textfile collector: "/var/lib/node_exporter/textfile_collector/reel.prom".
+                "" for none. It is written as PATH.tmp and renamed, so a reader never sees half a file, and
+                removed when reeld stops. Under systemd, also add its directory to ReadWritePaths= with
+                `systemctl edit reeld` (the unit has ProtectSystem=strict).
+                """)
         }
     }
 
@@ -225,6 +236,13 @@ public enum SettingKey: String, CaseIterable, Sendable {
         return ok ? nil : "\(show(t)) is not a \(what) name (letters, digits, _ . -, at most 32; \"\" for none)"
     }
 
+    /// "" (none) or an absolute path of a file.
+    private static func metricsPath(_ t: String) -> String? {
+        if t.isEmpty { return nil }
+        if !t.hasPrefix("/") || t.hasSuffix("/") { return "\(show(t)) is not an absolute path of a file (e.g. \"/var/lib/node_exporter/textfile_collector/reel.prom\"; \"\" for none)" }
+        return path(t, "path", max: maxPathBytes - 4)  // and PATH.tmp
+    }
+
     private static func tune(_ t: String) -> String? {
         guard !t.isEmpty else { return nil }
         let parts = t.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
@@ -276,7 +294,9 @@ public struct SettingSpec: Sendable {
     /// How the value is typed in the file (flags and the environment give strings).
     public enum Kind: Sendable { case string, int, stringOrInt, strings }
     /// The parts of reeld.toml, in order.
-    public enum Section: String, CaseIterable, Sendable { case control = "Control", storage = "Storage", sources = "Sources", encoding = "Encoding" }
+    public enum Section: String, CaseIterable, Sendable {
+        case control = "Control", storage = "Storage", sources = "Sources", encoding = "Encoding", monitoring = "Monitoring"
+    }
     /// What values are allowed: the single place each is checked.
     public enum Rule: Sendable {
         /// An integer in range; `unit` follows the range in messages (" Hz", "; 0 means ...").

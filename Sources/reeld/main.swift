@@ -86,7 +86,15 @@ struct Serve: ParsableCommand {
             supervisor.noteStatusSent(line)
             notifier.send("STATUS=\(line)")
         }
-        supervisor.onTick = { recorder.tick() }
+        let metrics = settings.optionalString(.metricsFile).map { MetricsFile(path: $0, logger: logger, errors: recorder.errors) }
+        let writeMetrics: @Sendable () -> Void = {
+            metrics?.write(PrometheusText.render(recorder.statusInfo(), errors: recorder.errors.snapshot, syncLatencyNs: SyncLatency.last))
+        }
+        supervisor.onTick = {
+            recorder.tick()
+            writeMetrics()
+        }
+        supervisor.onStall = { recorder.errors.count(.stall) }
         recorder.recoverPartFiles()
 
         let policy = PeerPolicy(groupName: settings.optionalString(.controlGroup), userName: settings.optionalString(.controlUser))
@@ -124,6 +132,7 @@ struct Serve: ParsableCommand {
                 recorder.shutdown()
                 FinishHook.waitForRunning(logger: logger)
                 supervisor.stop()
+                metrics?.remove()  // no file, no reeld: alert on absent(reel_state)
                 server.shutdown()
                 Foundation.exit(0)
             }
@@ -143,12 +152,17 @@ struct Serve: ParsableCommand {
                 logger.notice("SIGHUP: configuration re-read\(fresh.filePath.map { " from \($0)" } ?? ""); it applies from the next recording")
             } catch {
                 logger.error("SIGHUP: configuration not reloaded, keeping the current one: \(error)")
+                recorder.errors.count(.reload)
             }
             notifier.send("READY=1")
         }
         hup.resume()
         sources.append(hup)
         logger.notice("listening on \(listening) for \(policy.summary); recordings go to \(config.outputDir)")
+        if let metrics {
+            writeMetrics()
+            logger.info("metrics written to \(metrics.path) every second")
+        }
         notifier.send("READY=1\nSTATUS=idle")
         supervisor.start()  // after READY=1: the first WATCHDOG=1 follows it
         withExtendedLifetime(sources) { dispatchMain() }

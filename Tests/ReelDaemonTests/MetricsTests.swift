@@ -69,4 +69,13 @@ final class MetricsTests: XCTestCase {
         bad.write("a 1\n")
         XCTAssertEqual(errors.snapshot[.metrics], 2)
     }
+
+    func testTheSettingTakesAnAbsolutePathOrNothing() throws {
+        XCTAssertNil(SettingKey.metricsFile.problem(.string("")))
+        XCTAssertNil(SettingKey.metricsFile.problem(.string("/var/lib/node_exporter/textfile_collector/reel.prom")))
+        XCTAssertNotNil(SettingKey.metricsFile.problem(.string("reel.prom")))
+        let s = try DaemonSettings.resolve(configPath: "/dev/null", environment: ["REEL_METRICS_FILE": "/tmp/x.prom"], flags: [:])
+        XCTAssertEqual(s.optionalString(.metricsFile), "/tmp/x.prom")
+        XCTAssertNil(DaemonSettings().optionalString(.metricsFile), "metrics_file is off by default")
+    }
 }

@@ -84,6 +84,6 @@ final class SettingTableTests: XCTestCase {
 
     /// The keys SIGHUP cannot change, as the file's preamble lists them.
     func testThePreambleListsTheKeysThatNeedARestart() {
-        XCTAssertTrue(SettingDocs.configFile.contains("# socket, control_group, control_user and log_level apply only after `systemctl restart reeld`."))
+        XCTAssertTrue(SettingDocs.configFile.contains("# socket, control_group, control_user, log_level and metrics_file apply only after `systemctl restart reeld`."))
     }
 }

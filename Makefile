@@ -2,14 +2,14 @@
 # Works on a fresh Debian 12 machine: missing Debian packages are installed with apt-get.
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
-.PHONY: deps build build-debug test unit e2e vm vm-prepare demo bench soak fuzz fuzz-build clean install install-files
+.PHONY: deps build build-debug test unit e2e vm vm-prepare demo bench soak fuzz fuzz-build clean install install-files config/reeld.toml
 
 PYTHON ?= /usr/bin/python3
 SWIFT ?= swift
 RELEASE_BIN := $(CURDIR)/.build/release
 DEB_PACKAGES := pkg-config libx264-dev libavformat-dev libavcodec-dev libavutil-dev libswresample-dev \
                 libyuv-dev libv4l-dev libasound2-dev libturbojpeg0-dev v4l-utils alsa-utils \
-                ffmpeg x264 python3 python3-numpy python3-pytest systemd \
+                ffmpeg x264 python3 python3-numpy python3-pytest python3-prometheus-client systemd \
                 gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-libav
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -48,6 +48,11 @@ vm: build vm-prepare
 # Every test: Swift unit and property tests, the end-to-end tests on the real binaries, then
 # the same binaries on real kernel drivers inside a VM.
 test: unit e2e vm
+
+# The shipped config file is generated from reeld's setting table (Sources/ReelDaemon/Config.swift,
+# SettingKey.spec); a unit test fails while it differs. Run after changing a setting.
+config/reeld.toml: build
+	$(RELEASE_BIN)/reeld --print-config > $@.tmp && mv $@.tmp $@
 
 demo: build
 	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) scripts/demo.py

@@ -2,6 +2,7 @@ import Foundation
 import ReelCore
 import ReelMedia
 import ReelStorage
+import ReelSystem
 
 /// One setting's value, as TOML types it.
 public enum SettingValue: Sendable, Equatable, CustomStringConvertible {
@@ -19,77 +20,173 @@ public enum SettingValue: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Every key reeld reads from `reeld.toml`, the `REEL_*` environment and its flags.
-/// Precedence: flag > environment > file > default. Each key is documented in config/reeld.toml.
+/// Precedence: flag > environment > file > default. Each key's type, default, allowed values,
+/// help and documentation are declared once, in `spec` below; from it come the file's keys,
+/// the flags (`--output-dir` for `output_dir`), the variables (`REEL_OUTPUT_DIR`), the checks,
+/// `reeld --help`, `--check-config` and config/reeld.toml (`reeld --print-config`, see `SettingDocs`).
+/// The cases are in the order of config/reeld.toml.
 public enum SettingKey: String, CaseIterable, Sendable {
-    case socket, outputDir = "output_dir", video, audio, size, fps, pixelFormat = "pixel_format"
-    case sampleRate = "sample_rate", channels, preset, tune, crf, bitrate, keyint, profile
-    case audioBitrate = "audio_bitrate", logLevel = "log_level", controlGroup = "control_group"
-    case controlUser = "control_user", minFreeMB = "min_free_mb", onFinish = "on_finish"
-    case onFinishTimeout = "on_finish_timeout", fsync
+    case socket, controlGroup = "control_group", controlUser = "control_user", logLevel = "log_level"
+    case outputDir = "output_dir", minFreeMB = "min_free_mb", fsync, onFinish = "on_finish", onFinishTimeout = "on_finish_timeout"
+    case video, audio, size, fps, pixelFormat = "pixel_format", sampleRate = "sample_rate", channels
+    case preset, tune, crf, bitrate, keyint, profile, audioBitrate = "audio_bitrate"
+    case metricsFile = "metrics_file"
 
-    enum Kind { case string, int, stringOrInt, strings }
-
-    var kind: Kind {
+    /// The table: one declaration per setting. `doc` is its comment in reeld.toml and `help` its
+    /// line in `reeld --help`; in both, {range} and {values} stand for the allowed values.
+    public var spec: SettingSpec {
         switch self {
-        case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout: return .int
-        case .fps: return .stringOrInt
-        case .onFinish: return .strings
-        default: return .string
+        case .socket:
+            return SettingSpec(.control, .string("/run/reel/reeld.sock"), .check { Self.path($0, "socket path", max: Self.maxSocketPathBytes) }, restartToApply: true,
+                help: "Control socket path when not socket-activated.",
+                doc: """
+                Control socket path when reeld is started without systemd socket activation. Under systemd
+                the socket comes from reeld.socket (ListenStream=/run/reel/reeld.sock) and this is unused.
+                """)
+        case .controlGroup:
+            return SettingSpec(.control, .string("reel"), .check { Self.accountName($0, "group") }, restartToApply: true,
+                help: "Group whose members may use the control socket, besides root and reeld's own user.",
+                doc: """
+                Members of this group (primary or supplementary) may use reelctl; root and reeld's own user
+                always may. Others get a "forbidden" error. Checked with SO_PEERCRED on each connection.
+                """)
+        case .controlUser:
+            return SettingSpec(.control, .string(""), .check { Self.accountName($0, "user") }, restartToApply: true,
+                help: "One more user allowed to use the control socket; \"\" for none.",
+                doc: "One more user allowed to use reelctl, by name; \"\" for none.")
+        case .logLevel:
+            return SettingSpec(.control, .string("info"), .oneOf(["trace", "debug", "info", "notice", "warning", "error", "critical"]), restartToApply: true,
+                help: "Log level: {values}.", doc: "Log level: {values}.")
+        case .outputDir:
+            return SettingSpec(.storage, .string("/var/lib/reel"), .check { Self.path($0, "directory", max: Self.maxPathBytes) },
+                help: "Directory for recordings, created if missing.",
+                doc: """
+                Where recordings go (created if missing). Outside /var/lib/reel, also add the directory to
+                ReadWritePaths= with `systemctl edit reeld` (the unit has ProtectSystem=strict).
+                """)
+        case .minFreeMB:
+            return SettingSpec(.storage, .int(500), .range(0...10_000_000, unit: " MB"),
+                help: "Refuse to start, and finish a recording, below this much free space in the output directory, in MB ({range}); 0 disables.",
+                doc: """
+                Free space in MB ({range}) below which `start` is refused and a running recording is finished
+                cleanly (checked every second); 0 disables the check.
+                """)
+        case .fsync:
+            return SettingSpec(.storage, .string(FsyncPolicy.fragment.rawValue), .oneOf(FsyncPolicy.allCases.map(\.rawValue)),
+                help: "When a recording is synced to disk: fragment (each 0.5 s fragment, by a thread of its own) or none (the kernel's writeback).",
+                doc: """
+                When a recording is forced from memory to the disk: "fragment" syncs each 0.5 s fragment as it
+                is written (by a thread of its own: capture never waits on the disk), so a power cut loses at
+                most about a second; "none" leaves it to the kernel, which may write back 30 s later or more.
+                """)
+        case .onFinish:
+            return SettingSpec(.storage, .strings([]), .program,
+                help: "Absolute path of a program run (no shell) after each completed recording with the file's path as its argument (arguments go in the config file).",
+                doc: """
+                A program run after each completed recording, without a shell, with the file's path appended
+                as its last argument: ["/usr/local/bin/upload", "--bucket", "clips"]. [] for none. Its exit
+                status is logged; stdout and stderr go to the journal. It runs inside reeld's sandbox: no
+                network (PrivateNetwork=yes) and a read-only system, so an uploader should hand the file on,
+                e.g. move it into a spool directory watched by its own .path/.service units, rather than
+                upload from here (or relax the sandbox with `systemctl edit reeld`).
+                """)
+        case .onFinishTimeout:
+            return SettingSpec(.storage, .int(120), .range(1...86_400, unit: " seconds"),
+                help: "Seconds before the on_finish program is killed ({range}).",
+                doc: """
+                Seconds after which the on_finish program is killed ({range}). On stop, reeld waits for a
+                running on_finish program, so keep this below the unit's TimeoutStopSec= (150 s) minus the
+                time a recording takes to finish, or raise TimeoutStopSec= with `systemctl edit reeld`.
+                """)
+        // A capture box records its camera and microphone (tests and the demo ask for "test").
+        case .video:
+            return SettingSpec(.sources, .string("/dev/video0"), .check { VideoSourceSetting(parsing: $0) != nil ? nil : Self.badSource("video", $0) },
+                help: "Video source: a V4L2 camera '/dev/videoN' (or 'v4l2:/dev/videoN'), 'y4m:PATH' (a YUV4MPEG2 file), 'test' (the synthetic sync source) or 'none'; see --list-devices.",
+                doc: """
+                Video source: a V4L2 camera "/dev/videoN" (or "v4l2:/dev/videoN"; 'reelctl devices' lists them),
+                "y4m:PATH" (a YUV4MPEG2 file), "test" (the synthetic sync source) or "none".
+                """)
+        case .audio:
+            return SettingSpec(.sources, .string("alsa:default"), .check { AudioSourceSetting(parsing: $0) != nil ? nil : Self.badSource("audio", $0) },
+                help: "Audio source: an ALSA capture device 'alsa:NAME' (alsa:hw:1,0, alsa:plughw:1,0, alsa:default), 'wav:PATH' (16-bit PCM), 'test' (the synthetic sync source) or 'none'.",
+                doc: """
+                Audio source: an ALSA capture device "alsa:NAME" ("alsa:default", "alsa:hw:1,0", "alsa:plughw:1,0"),
+                "wav:PATH" (16-bit PCM), "test" (the synthetic sync source) or "none".
+                """)
+        case .size:
+            return SettingSpec(.sources, .string("640x360"), .check { Self.videoSize($0) != nil ? nil : Self.badSize($0) },
+                help: "Video size WxH, even numbers from \(Self.sizeText).",
+                doc: "Video size \"WxH\", even numbers from \(Self.sizeText).")
+        case .fps:
+            return SettingSpec(.sources, .string("30"), .check { Self.frameRate($0) != nil ? nil : Self.badFrameRate($0) }, integerToo: true,
+                help: "Frame rate: N or N/D from \(Self.fpsText), e.g. 30 or 30000/1001.",
+                doc: "Frame rate: an integer, or \"N/D\" such as \"30000/1001\"; from \(Self.fpsText).")
+        case .pixelFormat:
+            // One list of pixel formats: the camera's (it accepts "i420" for "yuv420").
+            return SettingSpec(.sources, .string("yuyv"), .check { CameraPixelFormat(name: $0) != nil ? nil : Self.badPixelFormat($0) },
+                help: "Source pixel format: yuyv, uyvy, nv12, yuv420 (= i420); cameras also mjpeg.",
+                doc: "Source pixel format: \"yuyv\", \"uyvy\", \"nv12\", \"yuv420\" (also \"i420\") or, from a camera, \"mjpeg\".")
+        case .sampleRate:
+            return SettingSpec(.sources, .int(48000), .range(8000...192_000, unit: " Hz"),
+                help: "Audio sample rate in Hz ({range}).", doc: "Audio sample rate in Hz ({range}).")
+        case .channels:
+            return SettingSpec(.sources, .int(1), .range(1...8, unit: ""),
+                help: "Audio channels ({range}).", doc: "Audio channels ({range}).")
+        case .preset:
+            return SettingSpec(.encoding, .string("veryfast"), .oneOf(H264Encoder.presets),
+                help: "x264 preset: {values}.", doc: "x264 preset: {values}.")
+        case .tune:
+            return SettingSpec(.encoding, .string(""), .check(Self.tune),
+                help: "x264 tune: {values}, or one of the first six joined with fastdecode and/or zerolatency by commas; \"\" for none.",
+                doc: """
+                x264 tune: {values}, or one of the
+                first six joined with fastdecode and/or zerolatency by commas ("film,zerolatency"); "" for none.
+                """, values: Self.psyTunes + Self.speedTunes)
+        case .crf:
+            // crf 0 is lossless, which none of the profiles allowed here can encode (x264 refuses it).
+            return SettingSpec(.encoding, .int(23), .range(1...51, unit: "; 0, lossless, needs a profile reeld does not offer"),
+                help: "x264 constant rate factor ({range}, lower is better and bigger); ignored when --bitrate is set.",
+                doc: "x264 constant rate factor ({range}, lower is better and bigger); ignored when bitrate > 0.")
+        case .bitrate:
+            return SettingSpec(.encoding, .int(0), .range(0...1_000_000, unit: " kb/s; 0 means use crf"),
+                help: "Average video bitrate in kb/s ({range}) instead of crf; 0 uses crf.",
+                doc: "Average video bitrate in kb/s ({range}) instead of crf; 0 uses crf.")
+        case .keyint:
+            return SettingSpec(.encoding, .int(2), .range(1...60, unit: " seconds"),
+                help: "Keyframe interval in seconds ({range}).", doc: "Keyframe interval in seconds ({range}).")
+        case .profile:
+            return SettingSpec(.encoding, .string("high"), .oneOf(["baseline", "main", "high"]),
+                help: "H.264 profile: {values}.", doc: "H.264 profile: {values}.")
+        case .audioBitrate:
+            return SettingSpec(.encoding, .int(128_000), .range(8000...512_000, unit: " b/s"),
+                help: "AAC bitrate in b/s ({range}).", doc: "AAC bitrate in b/s ({range}).")
+        case .metricsFile:
+            return SettingSpec(.monitoring, .string(""), .check(Self.metricsPath), restartToApply: true,
+                help: "A file to rewrite once a second with reeld's metrics in the Prometheus text format, for node_exporter's textfile collector (e.g. /var/lib/node_exporter/textfile_collector/reel.prom); \"\" for none.",
+                doc: """
+                A file reeld rewrites once a second with its metrics in the Prometheus text format, for
+                node_exporter's textfile collector: "/var/lib/node_exporter/textfile_collector/reel.prom".
+                "" for none. It is written as PATH.tmp and renamed, so a reader never sees half a file, and
+                removed when reeld stops. Under systemd, also add its directory to ReadWritePaths= with
+                `systemctl edit reeld` (the unit has ProtectSystem=strict).
+                """)
         }
     }
 
+    typealias Kind = SettingSpec.Kind
+    var kind: Kind { spec.kind }
     /// `--output-dir` for `output_dir`.
     public var flag: String { "--" + rawValue.replacingOccurrences(of: "_", with: "-") }
     /// `REEL_OUTPUT_DIR` for `output_dir`.
     public var environmentVariable: String { "REEL_" + rawValue.uppercased() }
-
-    public var defaultValue: SettingValue {
-        switch self {
-        case .socket: return .string("/run/reel/reeld.sock")
-        case .outputDir: return .string("/var/lib/reel")
-        // A capture box records its camera and microphone (tests and the demo ask for "test").
-        case .video: return .string("/dev/video0")
-        case .audio: return .string("alsa:default")
-        case .size: return .string("640x360")
-        case .fps: return .string("30")
-        case .pixelFormat: return .string("yuyv")
-        case .sampleRate: return .int(48000)
-        case .channels: return .int(1)
-        case .preset: return .string("veryfast")
-        case .tune: return .string("")
-        case .crf: return .int(23)
-        case .bitrate: return .int(0)
-        case .keyint: return .int(2)
-        case .profile: return .string("high")
-        case .audioBitrate: return .int(128_000)
-        case .logLevel: return .string("info")
-        case .controlGroup: return .string("reel")
-        case .controlUser: return .string("")
-        case .minFreeMB: return .int(500)
-        case .onFinish: return .strings([])
-        case .onFinishTimeout: return .int(120)
-        case .fsync: return .string(FsyncPolicy.fragment.rawValue)
-        }
-    }
+    public var defaultValue: SettingValue { spec.defaultValue }
 
     /// The allowed range of an integer key, and its unit for messages; nil for the other kinds.
     var intRange: (range: ClosedRange<Int>, unit: String)? {
-        switch self {
-        case .sampleRate: return (8000...192_000, " Hz")
-        case .channels: return (1...8, "")
-        // crf 0 is lossless, which none of the profiles allowed here can encode (x264 refuses it).
-        case .crf: return (1...51, "; 0, lossless, needs a profile reeld does not offer")
-        case .bitrate: return (0...1_000_000, " kb/s; 0 means use crf")
-        case .keyint: return (1...60, " seconds")
-        case .audioBitrate: return (8000...512_000, " b/s")
-        case .minFreeMB: return (0...10_000_000, " MB")
-        case .onFinishTimeout: return (1...86_400, " seconds")
-        default: return nil
-        }
+        if case let .range(r, unit) = spec.rule { return (r, unit) }
+        return nil
     }
 
-    static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
-    static let profiles = ["baseline", "main", "high"]
     /// x264's psychovisual tunes (at most one) and the two that combine with them.
     static let psyTunes = ["film", "animation", "grain", "stillimage", "psnr", "ssim"]
     static let speedTunes = ["fastdecode", "zerolatency"]
@@ -97,83 +194,183 @@ public enum SettingKey: String, CaseIterable, Sendable {
     static let maxPathBytes = Int(PATH_MAX) - 1
     static let maxSocketPathBytes = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
 
-    /// Range and shape checks that need no other key: nil when fine, else what to use instead.
+    /// The one check of every key's value: nil when fine, else what is wrong and what to use instead.
     func problem(_ v: SettingValue) -> String? {
-        func show(_ t: String) -> String { DaemonSettings.show(t) }
-        if let (r, unit) = intRange {
+        let rule = spec.rule
+        switch rule {
+        case let .range(r, unit):
             guard case let .int(i) = v else { return "expected an integer" }
             return r.contains(i) ? nil : "\(i) is out of range (use \(r.lowerBound) to \(r.upperBound)\(unit))"
-        }
-        if kind == .strings {
+        case .program:
             guard case let .strings(a) = v else { return "expected an array of strings" }
-            if let first = a.first, !first.hasPrefix("/") { return "the program \(show(first)) must be an absolute path (it is run without a shell)" }
+            if let first = a.first, !first.hasPrefix("/") { return "the program \(Self.show(first)) must be an absolute path (it is run without a shell)" }
             if let first = a.first, first.utf8.count > Self.maxPathBytes { return "the program's path is \(first.utf8.count) bytes, longer than a path can be (\(Self.maxPathBytes))" }
             return nil
-        }
-        // Every other key is a string (fps may have been written as an integer; it arrives as a string).
-        guard case let .string(t) = v else { return kind == .stringOrInt ? "expected an integer or a string" : "expected a string" }
-        if let c = t.unicodeScalars.first(where: { $0.value < 0x20 || $0.value == 0x7f }) {
-            return "\(show(t)) contains the control character U+\(String(c.value, radix: 16, uppercase: true).leftPadded(4)) (remove it)"
-        }
-        func oneOf(_ allowed: [String]) -> String? {
-            allowed.contains(t) ? nil : "\(show(t)) is not one of \(allowed.joined(separator: ", "))"
-        }
-        func path(_ what: String, max: Int) -> String? {
-            if t.isEmpty { return "must not be empty (give a \(what))" }
-            if t.utf8.count > max { return "the \(what) is \(t.utf8.count) bytes; at most \(max) work (choose a shorter one)" }
-            return nil
-        }
-        switch self {
-        case .logLevel: return oneOf(Self.logLevels)
-        case .profile: return oneOf(Self.profiles)
-        case .fsync: return oneOf(FsyncPolicy.allCases.map(\.rawValue))
-        case .preset: return oneOf(H264Encoder.presets)
-        case .tune:
-            guard !t.isEmpty else { return nil }
-            let parts = t.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-            let known = Self.psyTunes + Self.speedTunes
-            if let bad = parts.first(where: { !known.contains($0) }) {
-                return "\(show(bad)) is not an x264 tune (use one of \(known.joined(separator: ", ")), or several joined by commas, or \"\" for none)"
+        case .oneOf, .check:
+            // fps may have been written as an integer; it arrives as a string.
+            guard case let .string(t) = v else { return kind == .stringOrInt ? "expected an integer or a string" : "expected a string" }
+            if let c = t.unicodeScalars.first(where: { $0.value < 0x20 || $0.value == 0x7f }) {
+                return "\(Self.show(t)) contains the control character U+\(String(c.value, radix: 16, uppercase: true).leftPadded(4)) (remove it)"
             }
-            if parts.filter({ Self.psyTunes.contains($0) }).count > 1 || Set(parts).count != parts.count {
-                return "\(show(t)) combines tunes x264 cannot (at most one of \(Self.psyTunes.joined(separator: ", ")), plus fastdecode and/or zerolatency)"
+            switch rule {
+            case let .oneOf(allowed): return allowed.contains(t) ? nil : "\(Self.show(t)) is not one of \(allowed.joined(separator: ", "))"
+            case let .check(check): return check(t)
+            case .range, .program: return nil  // handled above
             }
-            return nil
-        case .pixelFormat:
-            // One list of pixel formats: the camera's (it accepts "i420" for "yuv420").
-            return CameraPixelFormat(name: t) != nil ? nil
-                : "\(show(t)) is not one of \((CameraPixelFormat.allCases.map(\.rawValue) + ["i420"]).joined(separator: ", "))"
-        case .size:
-            let p = t.split(separator: "x", omittingEmptySubsequences: false)
-            guard p.count == 2, let w = Int(p[0]), let h = Int(p[1]), w % 2 == 0, h % 2 == 0, (16...7680).contains(w), (16...4320).contains(h)
-            else { return "\(show(t)) is not WxH with even numbers from 16x16 to 7680x4320, e.g. \"640x360\"" }
-            return nil
-        case .fps:
-            // Bounds checked before multiplying, so no value can overflow.
-            guard let r = Rational(parsing: t), r.den <= 1_000_000, r.num >= r.den, r.num <= 240 * r.den else {
-                return "\(show(t)) is not N or N/D from 1 to 240, e.g. 30 or \"30000/1001\""
-            }
-            return nil
-        case .socket: return path("socket path", max: Self.maxSocketPathBytes)
-        case .outputDir: return path("directory", max: Self.maxPathBytes)
-        case .video:
-            let ok = t == "test" || t == "none" || (t.hasPrefix("y4m:") && t.count > 4)
-                || ((t.hasPrefix("v4l2:/dev/") || t.hasPrefix("/dev/")) && !t.hasSuffix("/"))
-            if ok, t.utf8.count <= Self.maxPathBytes { return nil }
-            return "unsupported --video \(show(t)) (use a camera such as /dev/video0 or v4l2:/dev/video0, 'y4m:PATH', 'test' or 'none'; see 'reeld --list-devices')"
-        case .audio:
-            let ok = t == "test" || t == "none" || (t.hasPrefix("wav:") && t.count > 4) || (t.hasPrefix("alsa:") && t.count > 5)
-            if ok, t.utf8.count <= Self.maxPathBytes { return nil }
-            return "unsupported --audio \(show(t)) (use an ALSA device such as alsa:default or alsa:hw:1,0, 'wav:PATH', 'test' or 'none'; see 'reeld --list-devices')"
-        case .controlGroup, .controlUser:
-            // A user or group name as useradd/groupadd accept it; "" for none.
-            let ok = t.utf8.count <= 32 && t.unicodeScalars.allSatisfy {
-                ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "_.-$".unicodeScalars.contains($0)
-            } && !t.hasPrefix("-")
-            return ok ? nil : "\(show(t)) is not a \(self == .controlGroup ? "group" : "user") name (letters, digits, _ . -, at most 32; \"\" for none)"
-        case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout, .onFinish:
-            return nil  // handled above
         }
+    }
+
+    // MARK: the checks the table names, and the parsers that share them
+
+    private static func show(_ t: String) -> String { DaemonSettings.show(t) }
+
+    private static func path(_ t: String, _ what: String, max: Int) -> String? {
+        if t.isEmpty { return "must not be empty (give a \(what))" }
+        if t.utf8.count > max { return "the \(what) is \(t.utf8.count) bytes; at most \(max) work (choose a shorter one)" }
+        return nil
+    }
+
+    /// A user or group name as useradd/groupadd accept it; "" for none.
+    private static func accountName(_ t: String, _ what: String) -> String? {
+        let ok = t.utf8.count <= 32 && t.unicodeScalars.allSatisfy {
+            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "_.-$".unicodeScalars.contains($0)
+        } && !t.hasPrefix("-")
+        return ok ? nil : "\(show(t)) is not a \(what) name (letters, digits, _ . -, at most 32; \"\" for none)"
+    }
+
+    /// "" (none) or an absolute path of a file.
+    private static func metricsPath(_ t: String) -> String? {
+        if t.isEmpty { return nil }
+        if !t.hasPrefix("/") || t.hasSuffix("/") { return "\(show(t)) is not an absolute path of a file (e.g. \"/var/lib/node_exporter/textfile_collector/reel.prom\"; \"\" for none)" }
+        return path(t, "path", max: maxPathBytes - 4)  // and PATH.tmp
+    }
+
+    private static func tune(_ t: String) -> String? {
+        guard !t.isEmpty else { return nil }
+        let parts = t.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        let known = psyTunes + speedTunes
+        if let bad = parts.first(where: { !known.contains($0) }) {
+            return "\(show(bad)) is not an x264 tune (use one of \(known.joined(separator: ", ")), or several joined by commas, or \"\" for none)"
+        }
+        if parts.filter({ psyTunes.contains($0) }).count > 1 || Set(parts).count != parts.count {
+            return "\(show(t)) combines tunes x264 cannot (at most one of \(psyTunes.joined(separator: ", ")), plus fastdecode and/or zerolatency)"
+        }
+        return nil
+    }
+
+    private static func badSource(_ which: String, _ t: String) -> String {
+        which == "video"
+            ? "unsupported --video \(show(t)) (use a camera such as /dev/video0 or v4l2:/dev/video0, 'y4m:PATH', 'test' or 'none'; see 'reeld --list-devices')"
+            : "unsupported --audio \(show(t)) (use an ALSA device such as alsa:default or alsa:hw:1,0, 'wav:PATH', 'test' or 'none'; see 'reeld --list-devices')"
+    }
+
+    private static func badPixelFormat(_ t: String) -> String {
+        "\(show(t)) is not one of \((CameraPixelFormat.allCases.map(\.rawValue) + ["i420"]).joined(separator: ", "))"
+    }
+
+    static let widths = 16...7680, heights = 16...4320
+    static var sizeText: String { "\(widths.lowerBound)x\(heights.lowerBound) to \(widths.upperBound)x\(heights.upperBound)" }
+    private static func badSize(_ t: String) -> String { "\(show(t)) is not WxH with even numbers from \(sizeText), e.g. \"640x360\"" }
+
+    /// A `size` value as width and height; nil unless it is WxH with even numbers in range.
+    public static func videoSize(_ t: String) -> (width: Int, height: Int)? {
+        let p = t.split(separator: "x", omittingEmptySubsequences: false)
+        guard p.count == 2, let w = Int(p[0]), let h = Int(p[1]), w % 2 == 0, h % 2 == 0, widths.contains(w), heights.contains(h) else { return nil }
+        return (w, h)
+    }
+
+    static let maxFps: Int64 = 240
+    static var fpsText: String { "1 to \(maxFps)" }
+    private static func badFrameRate(_ t: String) -> String { "\(show(t)) is not N or N/D from \(fpsText), e.g. 30 or \"30000/1001\"" }
+
+    /// An `fps` value as a rate; nil unless it is N or N/D from 1 to 240.
+    public static func frameRate(_ t: String) -> Rational? {
+        // Bounds checked before multiplying, so no value can overflow.
+        guard let r = Rational(parsing: t), r.den <= 1_000_000, r.num >= r.den, r.num <= maxFps * r.den else { return nil }
+        return r
+    }
+}
+
+/// One setting's declaration (see `SettingKey.spec`).
+public struct SettingSpec: Sendable {
+    /// How the value is typed in the file (flags and the environment give strings).
+    public enum Kind: Sendable { case string, int, stringOrInt, strings }
+    /// The parts of reeld.toml, in order.
+    public enum Section: String, CaseIterable, Sendable {
+        case control = "Control", storage = "Storage", sources = "Sources", encoding = "Encoding", monitoring = "Monitoring"
+    }
+    /// What values are allowed: the single place each is checked.
+    public enum Rule: Sendable {
+        /// An integer in range; `unit` follows the range in messages (" Hz", "; 0 means ...").
+        case range(ClosedRange<Int>, unit: String)
+        case oneOf([String])
+        /// A program and its arguments (`on_finish`).
+        case program
+        /// Any other string: nil when fine, else what is wrong and the fix.
+        case check(@Sendable (String) -> String?)
+    }
+
+    public let section: Section
+    public let defaultValue: SettingValue
+    public let rule: Rule
+    public let kind: Kind
+    /// For `--help` and reeld.toml: {range} and {values} expanded, nothing else to keep in step.
+    public let help: String
+    public let doc: String
+    /// Read once at start-up: a SIGHUP reload does not change it (reeld warns).
+    public let restartToApply: Bool
+
+    /// `integerToo`: a string that may be written as an integer (fps = 30, or "30000/1001").
+    init(_ section: Section, _ defaultValue: SettingValue, _ rule: Rule, integerToo: Bool = false, restartToApply: Bool = false,
+         help: String, doc: String, values: [String]? = nil) {
+        self.section = section
+        self.restartToApply = restartToApply
+        self.defaultValue = defaultValue
+        self.rule = rule
+        switch rule {
+        case .range: kind = .int
+        case .program: kind = .strings
+        default: kind = integerToo ? .stringOrInt : .string
+        }
+        var expand: [(String, String)] = []
+        if case let .range(r, _) = rule { expand.append(("{range}", "\(r.lowerBound) to \(r.upperBound)")) }
+        if case let .oneOf(v) = rule { expand.append(("{values}", v.joined(separator: ", "))) }
+        if let values { expand.append(("{values}", values.joined(separator: ", "))) }
+        self.help = expand.reduce(help) { $0.replacingOccurrences(of: $1.0, with: $1.1) }
+        self.doc = expand.reduce(doc) { $0.replacingOccurrences(of: $1.0, with: $1.1) }
+    }
+}
+
+/// A `video` value: the one parser of what the setting accepts.
+public enum VideoSourceSetting: Sendable, Equatable {
+    case test, none
+    case y4m(path: String)
+    case camera(device: String)
+
+    public init?(parsing t: String) {
+        guard t.utf8.count <= SettingKey.maxPathBytes else { return nil }
+        if t == "test" { self = .test } else if t == "none" { self = .none }
+        else if t.hasPrefix("y4m:"), t.count > 4 { self = .y4m(path: String(t.dropFirst(4))) }
+        else {
+            let device = t.hasPrefix("v4l2:") ? String(t.dropFirst(5)) : t
+            guard device.hasPrefix("/dev/"), !device.hasSuffix("/") else { return nil }
+            self = .camera(device: device)
+        }
+    }
+}
+
+/// An `audio` value: the one parser of what the setting accepts.
+public enum AudioSourceSetting: Sendable, Equatable {
+    case test, none
+    case wav(path: String)
+    case alsa(device: String)
+
+    public init?(parsing t: String) {
+        guard t.utf8.count <= SettingKey.maxPathBytes else { return nil }
+        if t == "test" { self = .test } else if t == "none" { self = .none }
+        else if t.hasPrefix("wav:"), t.count > 4 { self = .wav(path: String(t.dropFirst(4))) }
+        else if t.hasPrefix("alsa:"), t.count > 5 { self = .alsa(device: String(t.dropFirst(5))) }
+        else { return nil }
     }
 }
 
@@ -524,7 +721,7 @@ public struct DaemonSettings: Sendable {
     /// The known key a mistyped one most likely meant: the same after lower-casing, '-' for '_'
     /// and dropping a REEL_ or -- prefix; else one within a small edit distance; else one
     /// sharing its first four characters.
-    static func closest(to key: String) -> String? {
+    public static func closest(to key: String) -> String? {
         var norm = key.lowercased().replacingOccurrences(of: "-", with: "_")
         for prefix in ["reel_", "__"] where norm.hasPrefix(prefix) { norm = String(norm.dropFirst(prefix.count)) }
         if SettingKey(rawValue: norm) != nil { return norm }
@@ -565,6 +762,15 @@ public struct DaemonSettings: Sendable {
     public func strings(_ k: SettingKey) -> [String] { if case let .strings(a) = values[k]! { return a }; return [string(k)] }
     /// nil for an empty string.
     public func optionalString(_ k: SettingKey) -> String? { let s = string(k); return s.isEmpty ? nil : s }
+
+    // Values parsed by the parsers that checked them (`set` refuses what they refuse, and
+    // SettingTableTests checks every default), so these cannot fail.
+    public var videoSize: (width: Int, height: Int) { SettingKey.videoSize(string(.size))! }
+    public var frameRate: Rational { SettingKey.frameRate(string(.fps))! }
+    public var pixelFormat: CameraPixelFormat { CameraPixelFormat(name: string(.pixelFormat))! }
+    public var videoSource: VideoSourceSetting { VideoSourceSetting(parsing: string(.video))! }
+    public var audioSource: AudioSourceSetting { AudioSourceSetting(parsing: string(.audio))! }
+    public var fsyncPolicy: FsyncPolicy { FsyncPolicy(rawValue: string(.fsync))! }
 
     /// One line per key: `key = value  # origin`, for `reeld --check-config`.
     public var report: String {

@@ -39,6 +39,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     /// State changes, segments, finished files and errors, for `events` subscribers
     /// (`ControlServer.attach(events:)`). Publishing never blocks the recorder.
     public let events = EventBus()
+    /// Errors by kind since start-up, for the metrics file.
+    public let errors = ErrorCounts()
 
     public init(config: RecorderConfig, logger: Logger, health: HealthMonitor = HealthMonitor(),
                 onStateChange: @escaping @Sendable (String) -> Void = { _ in }) {
@@ -87,7 +89,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         let msg = "free space in \(s.config.outputDir) fell to \(Storage.megabytes(free)), below min_free_mb \(s.config.minFreeBytes / 1_000_000): finishing \(s.partPath)"
         logger.error("\(msg)")
         monitor.withLock { lastError = msg }
-        emitError(msg)
+        emitError(msg, .lowSpace)
         Thread.detachNewThread { [self] in _ = stop(id: nil, deadline: SystemClock.now() + Self.stopWaitNs) }
     }
 
@@ -141,7 +143,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             let msg = "cannot start recording: only \(Storage.megabytes(free)) free in \(config.outputDir), below min_free_mb \(config.minFreeBytes / 1_000_000) (free some space, or lower min_free_mb)"
             logger.error("\(msg)")
             monitor.withLock { lastError = msg }
-            emitError(msg)
+            emitError(msg, .start)
             return failure(id, .failed(msg))
         }
         do {
@@ -164,7 +166,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             logger.error("\(msg)")
             unlink(paths.part)
             monitor.withLock { lastError = msg }
-            emitError(msg)
+            emitError(msg, .start)
             return failure(id, .failed(msg))
         }
     }
@@ -247,10 +249,10 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             let snap = s.snapshot
             if let e = snap.storageError {
                 logger.error("recording cut short: \(e)", metadata: ["RECORDING": "\(p)"])
-                emitError(e)
+                emitError(e, .storage)
             } else if let e = s.snapshot.sourceError {
                 logger.error("recording \(p) finished early: \(e)")
-                emitError("\(e); the recording was finished early into \(p)")
+                emitError("\(e); the recording was finished early into \(p)", .source)
             }
             events.publish(ControlEvent(event: ControlEvent.Kind.finished, file: p, at: SystemClock.now()))
             let segs = snap.segmentDurations.count
@@ -259,10 +261,10 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         case let .failure(e):
             if let e = s.snapshot.storageError {
                 logger.error("recording cut short: \(e)")
-                emitError(e)
+                emitError(e, .storage)
             } else {
                 logger.error("recording ended with an error: \(e)")
-                emitError("recording \(s.partPath) ended with an error: \(e)")
+                emitError("recording \(s.partPath) ended with an error: \(e)", .recording)
             }
         }
         stateChanged(file: nil)
@@ -347,9 +349,13 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         onStateChange(statusLine().line)
     }
 
-    private func emitError(_ message: String) {
+    private func emitError(_ message: String, _ kind: ErrorKind) {
+        errors.count(kind)
         events.publish(ControlEvent(event: ControlEvent.Kind.error, message: message, at: SystemClock.now()))
     }
+
+    /// The status as `status` answers it (from published snapshots; never waits on the pipeline).
+    public func statusInfo() -> StatusInfo { status() }
 
     /// The one-line state for systemd's STATUS=, e.g. "recording 00:01:23, 3 segments", and
     /// whether a recording is in progress (the Supervisor refreshes the line every second then).

@@ -34,6 +34,8 @@ public final class Supervisor: @unchecked Sendable {
     private let stallNs: Nanos
     private let logger: Logger
     private let onTick: @Sendable () -> Void
+    /// Runs when threads are first seen stalled (the metrics count it).
+    private let onStall: @Sendable () -> Void
     private let monitor = Monitor()
     private var stopping = false
     // Supervisor thread only.
@@ -41,10 +43,12 @@ public final class Supervisor: @unchecked Sendable {
 
     public init(notifier: Notifier, status: StatusChannel, health: HealthMonitor, watchdogNs: Nanos?,
                 stallNs: Nanos = 2 * nanosPerSecond, logger: Logger,
-                statusLine: @escaping @Sendable () -> (line: String, active: Bool), onTick: @escaping @Sendable () -> Void) {
+                statusLine: @escaping @Sendable () -> (line: String, active: Bool), onTick: @escaping @Sendable () -> Void,
+                onStall: @escaping @Sendable () -> Void = {}) {
         self.notifier = notifier
         self.status = status
         self.onTick = onTick
+        self.onStall = onStall
         self.health = health
         self.watchdogNs = watchdogNs
         self.stallNs = stallNs
@@ -88,6 +92,7 @@ public final class Supervisor: @unchecked Sendable {
                 unhealthy = true
                 let what = stalls.map { "\($0.name) stalled for \(formatDuration($0.sinceNs))" }.joined(separator: ", ")
                 logger.critical("\(what); withholding watchdog pings so systemd restarts reeld")
+                onStall()
                 status.send("error: \(what)")
             }
             if !unhealthy {

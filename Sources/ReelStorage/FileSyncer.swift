@@ -88,6 +88,7 @@ package final class FileSyncer: @unchecked Sendable {
         let rc = Sys.eintrSafe { fdatasync(fd) }
         let err = rc == 0 ? 0 : errno
         let dt = SystemClock.now() - t0
+        SyncLatency.record(dt)
         let report = monitor.withLock { () -> Bool in
             syncs += 1; totalNs += dt; maxNs = max(maxNs, dt)
             if err != 0 && firstError == nil { firstError = err; return true }

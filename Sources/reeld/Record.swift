@@ -13,6 +13,7 @@ struct Reeld: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reeld",
         abstract: "Reel recorder daemon: camera + microphone to one continuous MP4, driven by reelctl.",
+        discussion: "Both subcommands take these settings as flags.\n\n" + SettingDocs.flagHelp(),
         subcommands: [Serve.self, Record.self],
         defaultSubcommand: Serve.self)
 }
@@ -21,11 +22,14 @@ struct Reeld: ParsableCommand {
 struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Record once into --output and exit: no socket; pauses from a fixed schedule in source time.",
+        usage: "reeld record [--<setting> <value> ...] [<options>] --output <path>",
         discussion: """
         Sources, encoders and the config file work as for 'reeld serve'. The recording stops after \
         --duration seconds of source time, at the end of a file source, or on SIGINT/SIGTERM (the \
         file is finished, not lost). With --pause-every A --pause-for B it pauses at A, 2A, ... \
         seconds of source time, for B seconds each. Exit status 0 when the file is complete.
+
+        \(SettingDocs.flagHelp())
         """)
 
     @OptionGroup var options: DaemonOptions

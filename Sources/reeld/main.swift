@@ -15,6 +15,7 @@ struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Reel recorder daemon: camera + microphone to one continuous MP4, driven by reelctl.",
+        usage: "reeld [serve] [--<setting> <value> ...] [<options>]",
         discussion: """
         Settings come from, in order of precedence: these flags, REEL_* environment variables \
         (REEL_OUTPUT_DIR for output_dir, ...), the config file (--config, else $REEL_CONFIG, else \
@@ -26,6 +27,8 @@ struct Serve: ParsableCommand {
         to NAME.mp4 when complete; a .part left by a crash is recovered at start-up. SIGTERM or \
         SIGINT finish any recording before exiting. Under systemd it speaks the notify and \
         watchdog protocols.
+
+        \(SettingDocs.flagHelp())
         """)
 
     @OptionGroup var options: DaemonOptions
@@ -39,7 +42,14 @@ struct Serve: ParsableCommand {
     @Flag(help: "With --list-devices: print JSON (the protocol's devices object).")
     var json = false
 
+    @Flag(name: .customLong("print-config"), help: "Print reeld.toml as generated from the setting table (every key with its documentation and default; config/reeld.toml is this), then exit.")
+    var printConfig = false
+
     func run() throws {
+        if printConfig {
+            print(SettingDocs.configFile, terminator: "")
+            return
+        }
         if listDevices {
             let list = listCaptureDevices()
             print(json ? try Wire.text(list) : DevicesText.render(list), terminator: json ? "\n" : "")
@@ -75,8 +85,13 @@ struct Serve: ParsableCommand {
         for v in ["WATCHDOG_USEC", "WATCHDOG_PID", "NOTIFY_SOCKET"] { unsetenv(v) }
         let status = StatusChannel(notifier: notifier)
         let recorder = Recorder(config: config, logger: logger, onStateChange: { status.send($0) })
+        let metrics = settings.optionalString(.metricsFile).map { MetricsFile(path: $0, logger: logger, errors: recorder.errors) }
+        let writeMetrics: @Sendable () -> Void = {
+            metrics?.write(PrometheusText.render(recorder.statusInfo(), errors: recorder.errors.snapshot, syncLatencyNs: SyncLatency.last))
+        }
         let supervisor = Supervisor(notifier: notifier, status: status, health: recorder.health, watchdogNs: watchdog,
-                                    logger: logger, statusLine: { recorder.statusLine() }, onTick: { recorder.tick() })
+                                    logger: logger, statusLine: { recorder.statusLine() },
+                                    onTick: { recorder.tick(); writeMetrics() }, onStall: { recorder.errors.count(.stall) })
         recorder.recoverPartFiles()
 
         let policy = PeerPolicy(groupName: settings.optionalString(.controlGroup), userName: settings.optionalString(.controlUser))
@@ -104,6 +119,8 @@ struct Serve: ParsableCommand {
         // recording finished), then the on_finish programs it started, the supervisor, the socket.
         let services = ServiceGroup([
             ServiceGroup.Service("control socket", start: { server.start() }, stop: { _ in server.shutdown() }),
+            // No file, no reeld: a fleet alerts on absent(reel_state).
+            ServiceGroup.Service("metrics file", stop: { _ in metrics?.remove() }),
             ServiceGroup.Service("supervisor", stop: { _ in supervisor.stop() }),
             ServiceGroup.Service("on_finish programs", stop: { FinishHook.waitForRunning(until: $0, logger: logger) }),
             ServiceGroup.Service("recorder", stop: { recorder.shutdown(deadline: $0) }),
@@ -124,18 +141,23 @@ struct Serve: ParsableCommand {
             do {
                 let (fresh, cfg) = try options.load(environment: env)
                 recorder.reconfigure(cfg)
-                let fixed: [SettingKey] = [.socket, .controlGroup, .controlUser, .logLevel]
+                let fixed = SettingKey.allCases.filter(\.spec.restartToApply)
                 let changed = fixed.filter { fresh.values[$0] != settings.values[$0] }.map(\.rawValue)
                 if !changed.isEmpty { logger.warning("SIGHUP: \(changed.joined(separator: ", ")) changed but apply only after a restart ('systemctl restart reeld')") }
                 logger.notice("SIGHUP: configuration re-read\(fresh.filePath.map { " from \($0)" } ?? ""); it applies from the next recording")
             } catch {
                 logger.error("SIGHUP: configuration not reloaded, keeping the current one: \(error)")
+                recorder.errors.count(.reload)
             }
             notifier.send("READY=1")
         }
         hup.resume()
         sources.append(hup)
         logger.notice("listening on \(listening) for \(policy.summary); recordings go to \(config.outputDir)")
+        if let metrics {
+            writeMetrics()
+            logger.info("metrics written to \(metrics.path) every second")
+        }
         notifier.send("READY=1\nSTATUS=idle")
         supervisor.start()  // after READY=1: the first WATCHDOG=1 follows it (its stop is in `services`)
         withExtendedLifetime(sources) { dispatchMain() }
@@ -149,74 +171,10 @@ struct DaemonOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Config file (default: $REEL_CONFIG, else /etc/reel/reeld.toml if it exists).", valueName: "path"))
     var config: String?
 
-    @Option(help: "Control socket path when not socket-activated (default: /run/reel/reeld.sock).")
-    var socket: String?
-
-    @Option(name: .customLong("output-dir"), help: "Directory for recordings, created if missing (default: /var/lib/reel).")
-    var outputDir: String?
-
-    @Option(help: "Video source: a V4L2 camera '/dev/videoN' (or 'v4l2:/dev/videoN'), 'y4m:PATH' (a YUV4MPEG2 file), 'test' (the synthetic sync source) or 'none'; see --list-devices (default: /dev/video0).")
-    var video: String?
-
-    @Option(help: "Audio source: an ALSA capture device 'alsa:NAME' (alsa:hw:1,0, alsa:plughw:1,0, alsa:default), 'wav:PATH' (16-bit PCM), 'test' (the synthetic sync source) or 'none' (default: alsa:default).")
-    var audio: String?
-
-    @Option(help: "Video size WxH, even numbers (default: 640x360).")
-    var size: String?
-
-    @Option(help: "Frame rate: N or N/D from 1 to 240, e.g. 30 or 30000/1001 (default: 30).")
-    var fps: String?
-
-    @Option(name: .customLong("pixel-format"), help: "Source pixel format: yuyv, uyvy, nv12, yuv420 (= i420); cameras also mjpeg (default: yuyv).")
-    var pixelFormat: String?
-
-    @Option(name: .customLong("sample-rate"), help: "Audio sample rate in Hz (default: 48000).")
-    var sampleRate: Int?
-
-    @Option(help: "Audio channels, 1-8 (default: 1).")
-    var channels: Int?
-
-    @Option(help: "x264 preset, ultrafast ... placebo (default: veryfast).")
-    var preset: String?
-
-    @Option(help: "x264 tune: film, animation, grain, stillimage, fastdecode, zerolatency (default: none).")
-    var tune: String?
-
-    @Option(help: "x264 constant rate factor, 1-51; ignored when --bitrate is set (default: 23).")
-    var crf: Int?
-
-    @Option(help: "Video bitrate in kb/s, average bitrate instead of CRF; 0 means CRF (default: 0).")
-    var bitrate: Int?
-
-    @Option(help: "Keyframe interval in seconds (default: 2).")
-    var keyint: Int?
-
-    @Option(help: "H.264 profile: baseline, main, high (default: high).")
-    var profile: String?
-
-    @Option(name: .customLong("audio-bitrate"), help: "AAC bitrate in b/s (default: 128000).")
-    var audioBitrate: Int?
-
-    @Option(name: .customLong("control-group"), help: "Group whose members may use the control socket, besides root and reeld's own user (default: reel).")
-    var controlGroup: String?
-
-    @Option(name: .customLong("control-user"), help: "One more user allowed to use the control socket (default: none).")
-    var controlUser: String?
-
-    @Option(name: .customLong("min-free-mb"), help: "Refuse to start, and finish a recording, below this much free space in the output directory, in MB; 0 disables (default: 500).")
-    var minFreeMb: Int?
-
-    @Option(name: .customLong("on-finish"), help: "Absolute path of a program run (no shell) after each completed recording with the file's path as its argument (default: none; arguments go in the config file).")
-    var onFinish: String?
-
-    @Option(name: .customLong("on-finish-timeout"), help: "Seconds before the on_finish program is killed (default: 120).")
-    var onFinishTimeout: Int?
-
-    @Option(help: "When a recording is synced to disk: fragment (each 0.5 s fragment, by a thread of its own) or none (the kernel's writeback) (default: fragment).")
-    var fsync: String?
-
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical (default: info).")
-    var logLevel: String?
+    /// The table's settings as flags (`--crf 20`, `--crf=20`; see `SettingFlags`): ArgumentParser
+    /// hands over what it does not know, and `validate` refuses anything that is not a setting.
+    @Argument(parsing: .allUnrecognized, help: .private)
+    var settingArguments: [String] = []
 
     @Option(name: .customLong("test-audio-skew-ppm"), help: "Skew of the synthetic audio clock against CLOCK_MONOTONIC, in ppm.")
     var testAudioSkewPpm: Int64 = 0
@@ -227,24 +185,15 @@ struct DaemonOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Resample the audio so its clock follows CLOCK_MONOTONIC (keeps A/V in sync on a drifting sound card).")
     var driftLock = true
 
+    mutating func validate() throws { _ = try SettingFlags.parse(settingArguments) }
+
     /// The flags given on the command line, as settings (they beat environment and file).
-    var flagSettings: [SettingKey: SettingValue] {
-        var f: [SettingKey: SettingValue] = [:]
-        func s(_ k: SettingKey, _ v: String?) { if let v { f[k] = .string(v) } }
-        func i(_ k: SettingKey, _ v: Int?) { if let v { f[k] = .int(v) } }
-        s(.socket, socket); s(.outputDir, outputDir); s(.video, video); s(.audio, audio); s(.size, size); s(.fps, fps)
-        s(.pixelFormat, pixelFormat); i(.sampleRate, sampleRate); i(.channels, channels); s(.preset, preset); s(.tune, tune)
-        i(.crf, crf); i(.bitrate, bitrate); i(.keyint, keyint); s(.profile, profile); i(.audioBitrate, audioBitrate)
-        s(.controlGroup, controlGroup); s(.controlUser, controlUser); i(.minFreeMB, minFreeMb)
-        if let onFinish { f[.onFinish] = .strings(onFinish.isEmpty ? [] : [onFinish]) }
-        i(.onFinishTimeout, onFinishTimeout); s(.logLevel, logLevel); s(.fsync, fsync)
-        return f
-    }
+    var flagSettings: [SettingKey: SettingValue] { get throws { try SettingFlags.parse(settingArguments) } }
 
     /// Settings and the recorder configuration they make; errors name the file and line,
     /// variable or flag, and the key.
     func load(environment: [String: String]) throws -> (DaemonSettings, RecorderConfig) {
-        let s = try DaemonSettings.resolve(configPath: config, environment: environment, flags: flagSettings)
+        let s = try DaemonSettings.resolve(configPath: config, environment: environment, flags: try flagSettings)
         do {
             return (s, try makeConfig(s))
         } catch let e as ValidationError {
@@ -257,77 +206,51 @@ struct DaemonOptions: ParsableArguments {
         }
     }
 
+    /// The recorder configuration of checked settings: what the table checks is not checked
+    /// again here, only what combines keys or needs a file opened.
     func makeConfig(_ s: DaemonSettings) throws -> RecorderConfig {
-        let size = s.string(.size), fps = s.string(.fps), pixelFormat = s.string(.pixelFormat)
-        let sampleRate = s.int(.sampleRate), channels = s.int(.channels), crf = s.int(.crf), keyint = s.int(.keyint)
-        let video = s.string(.video), audio = s.string(.audio), preset = s.string(.preset), tune = s.optionalString(.tune)
-        let bitrate: Int? = s.int(.bitrate) == 0 ? nil : s.int(.bitrate)
-        let profile = s.string(.profile), audioBitrate = s.int(.audioBitrate), outputDir = s.string(.outputDir)
-        let parts = size.split(separator: "x")
-        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), w % 2 == 0, h % 2 == 0,
-              (16...7680).contains(w), (16...4320).contains(h) else {
-            throw ValidationError("invalid --size '\(size)': use WxH with even numbers, e.g. 640x360")
-        }
-        // Checked by DaemonSettings already; bounds first, so that no value can overflow here either.
-        guard let rate = Rational(parsing: fps), rate.den <= 1_000_000, rate.num >= rate.den, rate.num <= 240 * rate.den else {
-            throw ValidationError("invalid --fps '\(fps)': use N or N/D from 1 to 240, e.g. 30 or 30000/1001")
-        }
-        guard let cpf = CameraPixelFormat(name: pixelFormat) else {
-            throw ValidationError("invalid --pixel-format '\(pixelFormat)' (use \(CameraPixelFormat.allCases.map(\.rawValue).joined(separator: ", ")))")
-        }
-        let pf = cpf.delivered
-        guard (8000...192_000).contains(sampleRate) else { throw ValidationError("invalid --sample-rate \(sampleRate): use 8000 to 192000 Hz") }
-        guard (1...8).contains(channels) else { throw ValidationError("invalid --channels \(channels): use 1 to 8") }
-        guard (1...51).contains(crf) else { throw ValidationError("invalid --crf \(crf): use 1 to 51") }
-        guard (1...60).contains(keyint) else { throw ValidationError("invalid --keyint \(keyint): use 1 to 60 seconds") }
+        let (w, h) = s.videoSize, rate = s.frameRate, cpf = s.pixelFormat
         guard abs(testAudioSkewPpm) < 100_000 else { throw ValidationError("invalid --test-audio-skew-ppm \(testAudioSkewPpm): use -99999 to 99999") }
-        let vf = VideoFormat(width: w, height: h, fps: rate, pixelFormat: pf)
-        let af = AudioFormat(sampleRate: sampleRate, channels: channels)
+        let vf = VideoFormat(width: w, height: h, fps: rate, pixelFormat: cpf.delivered)
+        let af = AudioFormat(sampleRate: s.int(.sampleRate), channels: s.int(.channels))
         let v: RecorderConfig.Video
-        switch video {
-        case "test":
+        switch s.videoSource {
+        case .test:
             guard cpf != .mjpeg else { throw ValidationError("--pixel-format mjpeg needs a camera: the test source renders yuyv, uyvy, nv12 or yuv420") }
             v = .test(vf)
-        case "none": v = .none
-        case _ where video.hasPrefix("y4m:"):
-            let path = String(video.dropFirst(4))
+        case .none: v = .none
+        case let .y4m(path):
             guard case let .video(f) = try probe(path, video: true).content else { throw ValidationError("\(path) holds no video") }
             v = .y4m(path: path, f)
-        default:
-            let path = video.hasPrefix("v4l2:") ? String(video.dropFirst(5)) : video
-            guard path.hasPrefix("/dev/") else {
-                throw ValidationError("unsupported --video '\(video)' (use a camera such as /dev/video0 or v4l2:/dev/video0, 'y4m:PATH', 'test' or 'none'; see 'reeld --list-devices')")
-            }
+        case let .camera(path):
             guard !unpaced else { throw ValidationError("--unpaced applies to the synthetic sources and files only, not to camera \(path)") }
             v = .v4l2(device: path, CameraRequest(width: w, height: h, fps: rate, pixelFormat: cpf))
         }
         let a: RecorderConfig.Audio
-        switch audio {
-        case "test": a = .test(af, skewPpm: testAudioSkewPpm)
-        case "none": a = .none
-        case _ where audio.hasPrefix("wav:"):
-            let path = String(audio.dropFirst(4))
+        switch s.audioSource {
+        case .test: a = .test(af, skewPpm: testAudioSkewPpm)
+        case .none: a = .none
+        case let .wav(path):
             guard case let .audio(f) = try probe(path, video: false).content else { throw ValidationError("\(path) holds no audio") }
             a = .wav(path: path, f)
-        default:
-            guard audio.hasPrefix("alsa:"), audio.count > 5 else {
-                throw ValidationError("unsupported --audio '\(audio)' (use an ALSA device such as alsa:default or alsa:hw:1,0, 'wav:PATH', 'test' or 'none'; see 'reeld --list-devices')")
-            }
-            guard !unpaced else { throw ValidationError("--unpaced applies to the synthetic sources and files only, not to \(audio)") }
-            a = .alsa(device: String(audio.dropFirst(5)), af)
+        case let .alsa(device):
+            guard !unpaced else { throw ValidationError("--unpaced applies to the synthetic sources and files only, not to alsa:\(device)") }
+            a = .alsa(device: device, af)
         }
         if case .none = v, case .none = a { throw ValidationError("--video none and --audio none: nothing to record") }
         var h264 = H264Settings()
-        h264.preset = preset; h264.tune = tune; h264.crf = crf; h264.bitrateKbps = bitrate
-        h264.keyintSeconds = keyint; h264.profile = profile
+        h264.preset = s.string(.preset); h264.tune = s.optionalString(.tune); h264.crf = s.int(.crf)
+        h264.bitrateKbps = s.int(.bitrate) == 0 ? nil : s.int(.bitrate)
+        h264.keyintSeconds = s.int(.keyint); h264.profile = s.string(.profile)
         var aac = AACSettings()
-        aac.bitrate = audioBitrate
+        aac.bitrate = s.int(.audioBitrate)
+        let outputDir = s.string(.outputDir)
         let dir = outputDir.hasPrefix("/") ? outputDir : FileManager.default.currentDirectoryPath + "/" + outputDir
         var config = RecorderConfig(outputDir: dir, video: v, audio: a, paced: !unpaced, h264: h264, aac: aac, driftLock: driftLock)
         config.minFreeBytes = Int64(s.int(.minFreeMB)) * 1_000_000
         config.onFinish = s.strings(.onFinish)
         config.onFinishTimeoutNs = Int64(s.int(.onFinishTimeout)) * nanosPerSecond
-        config.fsync = FsyncPolicy(rawValue: s.string(.fsync)) ?? .fragment
+        config.fsync = s.fsyncPolicy
         return config
     }
 

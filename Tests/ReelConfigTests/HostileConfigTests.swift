@@ -84,6 +84,7 @@ final class HostileConfigTests: XCTestCase {
         case .logLevel: specific = ["", "verbose", "INFO"]
         case .controlGroup, .controlUser: specific = ["a b", "-x", "a/b", "a:b", String(repeating: "g", count: 33), "é"]
         case .fsync: specific = ["", "always", "Fragment"]
+        case .metricsFile: specific = ["reel.prom", "textfile/reel.prom", "/var/lib/", "/" + String(repeating: "m", count: 5000)]
         case .onFinish: return ["relative/upload", "", "upload"]  // the env/flag form: one program path
         case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout: return []
         }
@@ -107,6 +108,7 @@ final class HostileConfigTests: XCTestCase {
         case .logLevel: return ["trace", "critical"].map { .string($0) }
         case .controlGroup, .controlUser: return ["", "reel", "video-users", "svc_1.x"].map { .string($0) }
         case .fsync: return ["fragment", "none"].map { .string($0) }
+        case .metricsFile: return ["", "/var/lib/node_exporter/textfile_collector/reel.prom"].map { .string($0) }
         case .onFinish: return [.strings([]), .strings(["/usr/bin/upload", "--to", "x y"])]
         case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout:
             let r = k.intRange!.range

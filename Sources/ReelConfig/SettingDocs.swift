@@ -1,0 +1,103 @@
+
+
+/// What the setting table (`SettingKey.spec`) documents: config/reeld.toml as shipped
+/// (`reeld --print-config`; SettingTableTests fails when the shipped file differs) and the
+/// settings part of `reeld --help`.
+public enum SettingDocs {
+    /// config/reeld.toml: every key with its comment and its default, by section.
+    public static var configFile: String {
+        let restart = SettingKey.allCases.filter(\.spec.restartToApply).map(\.rawValue)
+        var out = """
+        # /etc/reel/reeld.toml: configuration of reeld, the Reel recorder daemon.
+        # Generated from reeld's setting table by `reeld --print-config` (`make config/reeld.toml`).
+        #
+        # Precedence: reeld's flags > REEL_* environment variables (REEL_OUTPUT_DIR for output_dir, and
+        # so on) > this file > built-in defaults. Every key is listed here with its default value.
+        # An unknown key or a bad value stops reeld with an error naming this file, the line and the key.
+        # Check an edit with `reeld --check-config`, then apply it with `systemctl reload reeld`:
+        # the new values apply from the next recording; a recording in progress is not disturbed.
+        # \(listed(restart)) apply only after `systemctl restart reeld`.
+
+        """
+        for section in SettingSpec.Section.allCases {
+            let title = "# --- \(section.rawValue) "
+            out += "\n" + title + String(repeating: "-", count: max(3, 95 - title.count)) + "\n"
+            for key in SettingKey.allCases where key.spec.section == section {
+                for line in key.spec.doc.split(separator: "\n", omittingEmptySubsequences: false) {
+                    out += line.isEmpty ? "#\n" : "# \(line)\n"
+                }
+                out += "\(key.rawValue) = \(toml(key.defaultValue, kind: key.kind))\n"
+            }
+        }
+        return out
+    }
+
+    /// The settings for `reeld --help`: each flag with its help, allowed values, default,
+    /// variable and file key, wrapped to `width` columns.
+    public static func flagHelp(width: Int = 79) -> String {
+        let indent = 26
+        var out = "SETTINGS (flag > REEL_* environment variable > reeld.toml key > default):\n"
+        for key in SettingKey.allCases {
+            let spec = key.spec
+            let value: String
+            switch spec.kind {
+            case .int: value = "<n>"
+            case .strings: value = "<program>"
+            case .string, .stringOrInt: value = "<value>"
+            }
+            let head = "  \(key.flag) \(value)"
+            var text = spec.help
+            if case let .oneOf(allowed) = spec.rule, !text.contains(allowed.joined(separator: ", ")) {
+                text += " One of \(allowed.joined(separator: ", "))."
+            }
+            text += " Default: \(shown(key.defaultValue)). \(key.environmentVariable), \(key.rawValue)."
+            let lines = wrap(text, width: width - indent)
+            if head.count + 2 <= indent {
+                out += head.padding(toLength: indent, withPad: " ", startingAt: 0) + lines[0] + "\n"
+                lines.dropFirst().forEach { out += String(repeating: " ", count: indent) + $0 + "\n" }
+            } else {
+                out += head + "\n"
+                lines.forEach { out += String(repeating: " ", count: indent) + $0 + "\n" }
+            }
+        }
+        return out
+    }
+
+    /// A default as --help shows it: "none" for "" and [].
+    static func shown(_ v: SettingValue) -> String {
+        switch v {
+        case .string(""), .strings([]): return "none"
+        case let .string(s): return s
+        case let .int(i): return String(i)
+        case let .strings(a): return a.joined(separator: " ")
+        }
+    }
+
+    /// A value as TOML; a string key that also takes integers (fps) shows an integer bare.
+    static func toml(_ v: SettingValue, kind: SettingSpec.Kind) -> String {
+        func quoted(_ s: String) -> String {
+            "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        }
+        switch v {
+        case let .string(s): return kind == .stringOrInt && Int(s) != nil ? s : quoted(s)
+        case let .int(i): return String(i)
+        case let .strings(a): return "[" + a.map(quoted).joined(separator: ", ") + "]"
+        }
+    }
+
+    /// "a, b and c".
+    static func listed(_ names: [String]) -> String {
+        names.count < 2 ? names.joined() : names.dropLast().joined(separator: ", ") + " and " + names.last!
+    }
+
+    /// Words into lines of at most `width` characters (a longer word gets a line of its own).
+    static func wrap(_ text: String, width: Int) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            if !line.isEmpty && line.count + 1 + word.count > width { lines.append(line); line = "" }
+            line += (line.isEmpty ? "" : " ") + word
+        }
+        return lines + [line]
+    }
+}

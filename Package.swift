@@ -26,6 +26,8 @@ let package = Package(
                        providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CTurboJPEG", path: "Sources/CTurboJPEG", pkgConfig: "libturbojpeg",
                        providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd",
+                       providers: [.apt(["libsystemd-dev"])]),
         // C macros and versioned symbols Swift cannot import, re-exported as functions.
         .target(name: "CReelShim", dependencies: ["CX264", "CFFmpeg", "CV4L2"], path: "Sources/CReelShim"),
 
@@ -42,7 +44,7 @@ let package = Package(
 
         // --- The daemon: sources, pipeline, recorder, control server. ---
         .target(name: "ReelDaemon",
-                dependencies: ["ReelCore", "ReelMedia", "ReelControl", "CReelShim", "CV4L2", "CALSA",
+                dependencies: ["ReelCore", "ReelMedia", "ReelControl", "CReelShim", "CV4L2", "CALSA", "CSystemd",
                                .product(name: "Logging", package: "swift-log")],
                 path: "Sources/ReelDaemon"),
 

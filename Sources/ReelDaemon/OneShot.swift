@@ -23,7 +23,8 @@ public enum OneShot {
         current.withLock { $0 = session }
         defer { current.withLock { $0 = nil } }
         session.start()
-        logger.notice("recording \(output).part (video: \(session.sourceDescriptions.video ?? "none"), audio: \(session.sourceDescriptions.audio ?? "none"))")
+        logger.notice("recording \(output).part (video: \(session.sourceDescriptions.video ?? "none"), audio: \(session.sourceDescriptions.audio ?? "none"))",
+                      metadata: RecordingLog.fields(.started, file: output, part: output + ".part", segment: 0))
         switch session.finished.wait(until: nil)! {
         case let .success(path):
             // Cut short by a failed write (disk full): the message names what was kept.

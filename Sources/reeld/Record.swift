@@ -94,7 +94,10 @@ struct Record: ParsableCommand {
                                    pauseEvery: nanos("--pause-every", pauseEvery),
                                    pauseFor: nanos("--pause-for", pauseFor) ?? 0, logger: logger)
             }
-            logger.notice("recorded \(path): \(snap.segmentDurations.count) segment(s), \(formatDuration(snap.recordedNs)), \(snap.frames) frames, \(snap.droppedFrames) dropped, \(snap.audioSamples) audio samples")
+            logger.notice("recorded \(path): \(snap.segmentDurations.count) segment(s), \(formatDuration(snap.recordedNs)), \(snap.frames) frames, \(snap.droppedFrames) dropped, \(snap.audioSamples) audio samples",
+                          metadata: RecordingLog.fields(.finished, file: path, part: path + ".part", durationNs: snap.recordedNs,
+                                                        more: ["REEL_SEGMENTS": "\(snap.segmentDurations.count)", "REEL_FRAMES": "\(snap.frames)",
+                                                               "REEL_DROPPED_FRAMES": "\(snap.droppedFrames)"]))
             print(path)
         } catch {
             logger.error("\(error)")

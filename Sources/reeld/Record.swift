@@ -75,6 +75,7 @@ struct Record: ParsableCommand {
         let logger = Logger(label: "reeld")
         signal(SIGPIPE, SIG_IGN)
         FFmpegLog.warningsOnly()
+        LibraryLogging.route(to: logger)
         let signals = DispatchQueue(label: "reel-signals")
         var sources: [DispatchSourceSignal] = []
         for sig in [SIGTERM, SIGINT] {

@@ -22,6 +22,16 @@ void creel_log_capture_end(void);
 /// Copies the collected lines ('\n'-separated, NUL-terminated, truncated to size) into buf.
 void creel_log_captured(char *buf, int size);
 
+/// Where FFmpeg's and x264's messages go once routed: the library, its own level (AV_LOG_* or
+/// X264_LOG_*) and one line of text without its newline (valid during the call only).
+enum { CREEL_LOG_FFMPEG = 0, CREEL_LOG_X264 = 1 };
+typedef void (*creel_log_sink)(int library, int level, const char *line);
+/// Installs `sink` as FFmpeg's log callback (lines at or above av_log_get_level(), FFmpeg's
+/// pieces joined into whole lines); NULL restores av_log_default_callback.
+void creel_log_route(creel_log_sink sink);
+/// Points x264's pf_log at the sink, if one is installed (else x264 keeps printing to stderr).
+void creel_x264_route_log(x264_param_t *param);
+
 /// v4l2_open and v4l2_ioctl are variadic (Swift cannot call them); the ioctl request numbers
 /// VIDIOC_* are function-like macros (_IOWR(...)). Re-exported with fixed signatures.
 static inline int creel_v4l2_open(const char *path, int flags) { return v4l2_open(path, flags); }

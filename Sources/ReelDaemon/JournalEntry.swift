@@ -11,6 +11,17 @@ public enum JournalSend {
     /// inside a value included (one entry, however many lines).
     /// Safe: sd_journal_sendv reads the `count` iovecs (and their bytes) during the call only.
     public static let systemd: JournalSender = { iov in sd_journal_sendv(iov.baseAddress, Int32(iov.count)) }
+
+    /// journald's native socket, which `sd_journal_sendv` writes to.
+    public static let socketPath = "/run/systemd/journal/socket"
+
+    /// Whether `path` is a socket this process may send to. `sd_journal_sendv` returns 0 when
+    /// the socket is missing ("fail silently if the journal is not available"), so a sandbox
+    /// that hides /run/systemd/journal would lose every line: then the `<N>` stderr lines serve.
+    public static func reachable(_ path: String = socketPath) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFSOCK && access(path, W_OK) == 0
+    }
 }
 
 /// One journal entry being built: every field's `NAME=value` bytes in one buffer, so that

@@ -17,9 +17,12 @@ public struct ReelLogHandler: LogHandler {
     private let fd: Int32
     private let identifier: String
 
-    /// `journal`: stderr is the journal; records then go to it natively (`sd_journal_sendv`).
+    /// `journal`: stderr is the journal; records then go to it natively (`sd_journal_sendv`)
+    /// if its socket is there (else the `<N>` lines, said once).
     public init(level: Logger.Level, journal: Bool) {
-        self.init(level: level, journal: journal, sender: journal ? JournalSend.systemd : nil)
+        let native = journal && JournalSend.reachable()
+        if journal && !native { Self.sayFallbackOnce("\(JournalSend.socketPath) is not there to send to", fd: 2) }
+        self.init(level: level, journal: journal, sender: native ? JournalSend.systemd : nil)
     }
 
     /// `sender` (tests): where journal entries go instead of the journal; nil writes `<N>` lines
@@ -41,7 +44,7 @@ public struct ReelLogHandler: LogHandler {
                                      metadata: all, file: event.file, function: event.function, line: event.line)
             let rc = entry.withIOVecs(sender)
             if rc >= 0 { return }
-            Self.sayFallbackOnce(rc, fd: fd)
+            Self.sayFallbackOnce("the journal refused a log entry (sd_journal_sendv: \(String(cString: strerror(-rc))))", fd: fd)
         }
         let shown = all.filter { !$0.key.hasPrefix("REEL_") }
         let meta = shown.isEmpty ? "" : " " + shown.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
@@ -66,10 +69,10 @@ public struct ReelLogHandler: LogHandler {
 
     private static let fellBack = Atomic<Bool>(false)
 
-    /// The first time the journal refuses an entry, says so (once) on stderr, at warning.
-    private static func sayFallbackOnce(_ rc: Int32, fd: Int32) {
+    /// The first time the journal cannot be used, says why (once) on stderr, at warning.
+    private static func sayFallbackOnce(_ why: String, fd: Int32) {
         guard !fellBack.exchange(true, ordering: .relaxed) else { return }
-        write("<4>the journal refused a log entry (sd_journal_sendv: \(String(cString: strerror(-rc)))); logging to stderr with <N> priority prefixes instead, without journal fields\n", fd: fd)
+        write("<4>\(why); logging to stderr with <N> priority prefixes instead, without journal fields\n", fd: fd)
     }
 
     static func priority(_ l: Logger.Level) -> Int {

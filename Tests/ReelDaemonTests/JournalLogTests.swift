@@ -111,8 +111,32 @@ final class JournalLogTests: XCTestCase {
         logger2.error("disk gone")
         XCTAssertEqual(refused.all.count, 2, "each record is offered to the journal first")
         // The first refusal in the process is explained once (this test may not be the first).
-        let lines = err2.text.split(separator: "\n").filter { !$0.hasPrefix("<4>the journal refused a log entry (sd_journal_sendv: No such file or directory)") }
+        let lines = err2.text.split(separator: "\n").filter { !$0.hasSuffix("priority prefixes instead, without journal fields") }
         XCTAssertEqual(lines, ["<4>disk slow", "<3>disk gone"])
+    }
+
+    /// sd_journal_sendv drops entries silently when the socket is missing: only a socket counts.
+    func testOnlyAReachableSocketIsUsed() throws {
+        let dir = NSTemporaryDirectory() + "reel-sock-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        XCTAssertFalse(JournalSend.reachable("\(dir)/socket"))
+        FileManager.default.createFile(atPath: "\(dir)/file", contents: Data())
+        XCTAssertFalse(JournalSend.reachable("\(dir)/file"))
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_un(); addr.sun_family = sa_family_t(AF_UNIX)
+        let path = "\(dir)/socket"
+        withUnsafeMutableBytes(of: &addr.sun_path) { dst in
+            // Safe: the path (well under 108 bytes) and its NUL are copied into sun_path's own bytes.
+            path.utf8CString.withUnsafeBytes { dst.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(dst.count))) }
+        }
+        let rc = withUnsafePointer(to: &addr) {
+            // Safe: sockaddr_un is what bind reads, for its size.
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        XCTAssertEqual(rc, 0, String(cString: strerror(errno)))
+        XCTAssertTrue(JournalSend.reachable(path))
     }
 
     func testSyslogPrioritiesMapToLevelsAndBack() {

@@ -8,7 +8,7 @@ PYTHON ?= /usr/bin/python3
 SWIFT ?= swift
 RELEASE_BIN := $(CURDIR)/.build/release
 DEB_PACKAGES := pkg-config libx264-dev libavformat-dev libavcodec-dev libavutil-dev libswresample-dev \
-                libyuv-dev libv4l-dev libasound2-dev libturbojpeg0-dev v4l-utils alsa-utils \
+                libyuv-dev libv4l-dev libasound2-dev libturbojpeg0-dev libsystemd-dev v4l-utils alsa-utils \
                 ffmpeg x264 python3 python3-numpy python3-pytest python3-prometheus-client systemd \
                 gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-libav
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -49,7 +49,7 @@ vm: build vm-prepare
 # the same binaries on real kernel drivers inside a VM.
 test: unit e2e vm
 
-# The shipped config file is generated from reeld's setting table (Sources/ReelDaemon/Config.swift,
+# The shipped config file is generated from reeld's setting table (Sources/ReelConfig/Config.swift,
 # SettingKey.spec); a unit test fails while it differs. Run after changing a setting.
 config/reeld.toml: build
 	$(RELEASE_BIN)/reeld --print-config > $@.tmp && mv $@.tmp $@

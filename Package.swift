@@ -26,10 +26,13 @@ let package = Package(
                        providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CTurboJPEG", path: "Sources/CTurboJPEG", pkgConfig: "libturbojpeg",
                        providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd",
+                       providers: [.apt(["libsystemd-dev"])]),
         // What Swift cannot import (function-like macros, va_list callbacks, _GNU_SOURCE calls), as
-        // creel_* functions: one C shim per library. x264's and V4L2's are static inlines in their
-        // modules' shim.h; these two need C code.
+        // creel_* functions: one C shim per library. V4L2's are static inlines in its shim.h;
+        // these need C code.
         .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"], path: "Sources/CFFmpegShim"),
+        .target(name: "CX264Shim", dependencies: ["CX264"], path: "Sources/CX264Shim"),
         .target(name: "CGlibcShim", path: "Sources/CGlibcShim"),
 
         // --- Pure Swift core: timeline, clocks, cuts, synthetic signals. No C, no devices. ---
@@ -37,7 +40,7 @@ let package = Package(
 
         // --- Media: encoders, muxer, pixel conversion over the C modules. ---
         .target(name: "ReelMedia",
-                dependencies: ["ReelCore", "ReelSystem", "CX264", "CFFmpeg", "CFFmpegShim", "CYUV", "CTurboJPEG"],
+                dependencies: ["ReelCore", "ReelSystem", "CX264", "CX264Shim", "CFFmpeg", "CFFmpegShim", "CYUV", "CTurboJPEG"],
                 path: "Sources/ReelMedia"),
 
         // --- System: one errno text, one EINTR retry, the monotonic clock, locks and queues,
@@ -69,7 +72,7 @@ let package = Package(
         // Service: the recorder state machine, supervisor, notify, socket activation, peer policy, logging.
         .target(name: "ReelService",
                 dependencies: ["ReelCore", "ReelSystem", "ReelMedia", "ReelControl", "ReelCapture", "ReelStorage",
-                               "ReelPipeline", "ReelConfig", .product(name: "Logging", package: "swift-log")],
+                               "ReelPipeline", "ReelConfig", "CSystemd", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/ReelService"),
 
         .executableTarget(name: "reeld",
@@ -94,11 +97,11 @@ let package = Package(
         .executableTarget(name: "fuzz-config", dependencies: ["ReelFuzz"], path: "Sources/fuzz-config"),
 
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"], path: "Tests/ReelCoreTests"),
-        .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore", "CFFmpeg"], path: "Tests/ReelMediaTests"),
+        .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore", "CFFmpeg", "CX264", "CX264Shim"], path: "Tests/ReelMediaTests"),
         .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelSystem", "ReelCore"], path: "Tests/ReelControlTests"),
         .testTarget(name: "ReelConfigTests", dependencies: ["ReelConfig", "ReelCore"], path: "Tests/ReelConfigTests"),
         .testTarget(name: "ReelStorageTests", dependencies: ["ReelStorage", "ReelSystem", "ReelCore"], path: "Tests/ReelStorageTests"),
-        .testTarget(name: "ReelServiceTests", dependencies: ["ReelService", "ReelPipeline", "ReelMedia", "ReelSystem", "ReelControl", "ReelCore"], path: "Tests/ReelServiceTests"),
+        .testTarget(name: "ReelServiceTests", dependencies: ["ReelService", "ReelStorage", "ReelPipeline", "ReelMedia", "ReelSystem", "ReelControl", "ReelCore"], path: "Tests/ReelServiceTests"),
         .testTarget(name: "ReelctlTests", dependencies: ["reelctl", "ReelControl", "ReelCore"], path: "Tests/ReelctlTests"),
         .testTarget(name: "ReelVerifyTests", dependencies: ["ReelVerify"], path: "Tests/ReelVerifyTests"),
         .testTarget(name: "ReelFuzzTests", dependencies: ["ReelFuzz", "ReelConfig", "ReelControl"], path: "Tests/ReelFuzzTests"),

@@ -1,4 +1,5 @@
 internal import CX264
+internal import CX264Shim
 import ReelCore
 
 /// H.264 (libx264, its own C API). Input I420 with pts in 1/90000; output length-prefixed NAL units
@@ -42,6 +43,7 @@ public final class H264Encoder {
             throw fail("unknown tune '\(settings.tune ?? "")' (valid: \(Self.tunes.joined(separator: ", ")), comma-separated)")
         }
         p.i_log_level = X264_LOG_WARNING
+        creel_x264_route_log(&p)  // to reeld's log at its own level, once LibraryLog.route is set
         p.i_threads = Int32(settings.threads)
         p.i_width = Int32(width); p.i_height = Int32(height)
         p.i_csp = X264_CSP_I420

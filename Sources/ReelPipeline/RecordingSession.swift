@@ -353,7 +353,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         } catch {
             failure = "\(error)"
             // A failed write is reported once, with what was kept, when the file is finished.
-            if mux.writeFailure == nil { logger.error("recording \(partPath) failed: \(error)") }
+            if mux.writeFailure == nil { logger.error("recording \(partPath) failed: \(error)", metadata: RecordingLog.fields(nil, file: finalPath, part: partPath)) }
         }
         finish(failure: failure)
     }
@@ -572,7 +572,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             } catch let e {
                 if mux.writeFailure == nil {
                     error = error ?? "\(e)"
-                    logger.error("finishing \(partPath) failed: \(e)")
+                    logger.error("finishing \(partPath) failed: \(e)", metadata: RecordingLog.fields(nil, file: finalPath, part: partPath))
                 }
             }
         }

@@ -3,6 +3,7 @@ import Logging
 import ReelControl
 import ReelCore
 import ReelPipeline
+import ReelStorage
 import ReelSystem
 
 /// `reeld record`: the daemon's pipeline without the socket, for scripts, benchmarks and long
@@ -26,7 +27,8 @@ public enum OneShot {
         current.withLock { $0 = session }
         defer { current.withLock { $0 = nil } }
         session.start()
-        logger.notice("recording \(output).part (video: \(session.sourceDescriptions.video ?? "none"), audio: \(session.sourceDescriptions.audio ?? "none"))")
+        logger.notice("recording \(output).part (video: \(session.sourceDescriptions.video ?? "none"), audio: \(session.sourceDescriptions.audio ?? "none"))",
+                      metadata: RecordingLog.fields(.started, file: output, part: output + ".part", segment: 0))
         switch session.finished.wait(until: nil)! {
         case let .success(path):
             // Cut short by a failed write (disk full): the message names what was kept.

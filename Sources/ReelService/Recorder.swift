@@ -150,7 +150,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             let s = try RecordingSession(config: config, partPath: paths.part, finalPath: paths.final, logger: logger, health: health)
             monitor.withLock { session = s; lastError = nil }
             s.start()
-            logger.notice("recording started: \(paths.part) (video: \(s.sourceDescriptions.video ?? "none"), audio: \(s.sourceDescriptions.audio ?? "none"))")
+            logger.notice("recording started: \(paths.part) (video: \(s.sourceDescriptions.video ?? "none"), audio: \(s.sourceDescriptions.audio ?? "none"))",
+                          metadata: RecordingLog.fields(.started, file: paths.final, part: paths.part, segment: 0))
             refreshFreeSpace()
             stateChanged(file: paths.part)
             // When the pipeline ends on its own (source failure, disk error), the session is cleared.
@@ -163,7 +164,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             return r
         } catch {
             let msg = "cannot start recording \(paths.part): \(error)"
-            logger.error("\(msg)")
+            logger.error("\(msg)", metadata: RecordingLog.fields(.failed, file: paths.final, part: paths.part))
             unlink(paths.part)
             monitor.withLock { lastError = msg }
             emitError(msg, .start)
@@ -179,7 +180,11 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         let nextSegment = s.snapshot.segmentDurations.count
         switch s.request(r) {
         case .ok:
-            logger.notice("\(r == .pause ? "paused" : "resumed"): \(s.partPath)")
+            // The segment a pause ends is the open one (the snapshot counts it), a resume begins the next.
+            logger.notice("\(r == .pause ? "paused" : "resumed"): \(s.partPath)",
+                          metadata: RecordingLog.fields(r == .pause ? .paused : .resumed, file: s.finalPath, part: s.partPath,
+                                                        segment: r == .pause ? max(0, nextSegment - 1) : nextSegment,
+                                                        durationNs: s.snapshot.recordedNs))
             if r == .resume {
                 let index = nextSegment
                 events.publish(ControlEvent(event: ControlEvent.Kind.segment, file: s.partPath, segment: index, at: SystemClock.now()))
@@ -248,22 +253,26 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         case let .success(p):
             let snap = s.snapshot
             if let e = snap.storageError {
-                logger.error("recording cut short: \(e)", metadata: ["RECORDING": "\(p)"])
+                logger.error("recording cut short: \(e)",
+                             metadata: RecordingLog.fields(.cutShort, file: p, part: s.partPath, more: ["RECORDING": "\(p)"]))
                 emitError(e, .storage)
             } else if let e = s.snapshot.sourceError {
-                logger.error("recording \(p) finished early: \(e)")
+                logger.error("recording \(p) finished early: \(e)", metadata: RecordingLog.fields(.cutShort, file: p, part: s.partPath))
                 emitError("\(e); the recording was finished early into \(p)", .source)
             }
             events.publish(ControlEvent(event: ControlEvent.Kind.finished, file: p, at: SystemClock.now()))
             let segs = snap.segmentDurations.count
-            logger.notice("recording finished: \(p) (\(segs) segment\(segs == 1 ? "" : "s"), \(formatDuration(snap.recordedNs)), \(snap.frames) frames, \(snap.droppedFrames) dropped)")
+            logger.notice("recording finished: \(p) (\(segs) segment\(segs == 1 ? "" : "s"), \(formatDuration(snap.recordedNs)), \(snap.frames) frames, \(snap.droppedFrames) dropped)",
+                          metadata: RecordingLog.fields(.finished, file: p, part: s.partPath, durationNs: snap.recordedNs,
+                                                        more: ["REEL_SEGMENTS": "\(segs)", "REEL_FRAMES": "\(snap.frames)",
+                                                               "REEL_DROPPED_FRAMES": "\(snap.droppedFrames)"]))
             FinishHook.run(s.config.onFinish, file: p, timeoutNs: s.config.onFinishTimeoutNs, logger: logger)
         case let .failure(e):
             if let e = s.snapshot.storageError {
-                logger.error("recording cut short: \(e)")
+                logger.error("recording cut short: \(e)", metadata: RecordingLog.fields(.failed, file: s.finalPath, part: s.partPath))
                 emitError(e, .storage)
             } else {
-                logger.error("recording ended with an error: \(e)")
+                logger.error("recording ended with an error: \(e)", metadata: RecordingLog.fields(.failed, file: s.finalPath, part: s.partPath))
                 emitError("recording \(s.partPath) ended with an error: \(e)", .recording)
             }
         }

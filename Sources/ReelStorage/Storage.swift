@@ -79,7 +79,8 @@ public enum Storage {
                 }
                 let cut = (before ?? keep) - keep
                 logger.notice("recovered crash-left recording \(part) as \(target) (\(keep) bytes kept, \(cut) bytes of an incomplete fragment dropped)",
-                              metadata: ["RECORDING": "\(target)"])
+                              metadata: RecordingLog.fields(.recovered, file: target, part: part,
+                                                            more: ["RECORDING": "\(target)", "REEL_KEPT_BYTES": "\(keep)", "REEL_DROPPED_BYTES": "\(cut)"]))
                 made.append(target)
             } catch {
                 logger.error("cannot recover \(part): \(error) (it stays; a fragmented MP4 plays up to its last complete fragment)")

@@ -7,6 +7,7 @@ import ReelCore
 import ReelMedia
 import ReelPipeline
 import ReelService
+import ReelStorage
 
 /// `reeld`: the daemon (`serve`, the default) or a one-shot recording (`record`).
 struct Reeld: ParsableCommand {
@@ -81,6 +82,7 @@ struct Record: ParsableCommand {
         let logger = Logger(label: "reeld")
         signal(SIGPIPE, SIG_IGN)
         FFmpegLog.warningsOnly()
+        LibraryLogging.route(to: logger)
         // One service: the recording, which a signal finishes early (`record` then returns).
         let services = ServiceGroup([ServiceGroup.Service("recording", stop: { _ in OneShot.stopEarly() })], logger: logger)
         services.shutdownOnSignals(queue: DispatchQueue(label: "reel-signals"), announce: { sig in
@@ -94,7 +96,10 @@ struct Record: ParsableCommand {
                                    pauseEvery: nanos("--pause-every", pauseEvery),
                                    pauseFor: nanos("--pause-for", pauseFor) ?? 0, logger: logger)
             }
-            logger.notice("recorded \(path): \(snap.segmentDurations.count) segment(s), \(formatDuration(snap.recordedNs)), \(snap.frames) frames, \(snap.droppedFrames) dropped, \(snap.audioSamples) audio samples")
+            logger.notice("recorded \(path): \(snap.segmentDurations.count) segment(s), \(formatDuration(snap.recordedNs)), \(snap.frames) frames, \(snap.droppedFrames) dropped, \(snap.audioSamples) audio samples",
+                          metadata: RecordingLog.fields(.finished, file: path, part: path + ".part", durationNs: snap.recordedNs,
+                                                        more: ["REEL_SEGMENTS": "\(snap.segmentDurations.count)", "REEL_FRAMES": "\(snap.frames)",
+                                                               "REEL_DROPPED_FRAMES": "\(snap.droppedFrames)"]))
             print(path)
         } catch {
             logger.error("\(error)")

@@ -76,6 +76,7 @@ struct Serve: ParsableCommand {
         let logger = Logger(label: "reeld")
         signal(SIGPIPE, SIG_IGN)
         FFmpegLog.warningsOnly()
+        LibraryLogging.route(to: logger)
         if let f = settings.filePath { logger.info("configuration read from \(f)") }
         settings.warnings.forEach { logger.warning("\($0)") }
 

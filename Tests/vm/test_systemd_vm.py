@@ -29,6 +29,25 @@ def booted(vm_ready, reel_bin_dir):
     return res, facts, journal
 
 
+@pytest.fixture(scope="module")
+def finished(booted):
+    """`journalctl -u reeld REEL_EVENT=finished -o json` inside the guest: {REEL_FILE: entry}."""
+    res, _, _ = booted
+    entries = [json.loads(line) for line in res.text("finished.json").splitlines() if line.strip()]
+    by_file = {}
+    for e in entries:
+        assert e.get("REEL_EVENT") == "finished" and e.get("SYSLOG_IDENTIFIER") == "reeld", e
+        assert field(e, "REEL_FILE") not in by_file, f"two finished entries for {field(e, 'REEL_FILE')}"
+        by_file[field(e, "REEL_FILE")] = e
+    return by_file
+
+
+def field(entry, name):
+    """A journal field as text: journalctl -o json gives a value with unprintable bytes as a list of bytes."""
+    v = entry.get(name)
+    return bytes(v).decode("utf-8", "replace") if isinstance(v, list) else v
+
+
 def decodes_clean(path):
     """Asserts `ffmpeg -xerror` decodes the file without a message; returns {codec: duration s}."""
     p = subprocess.run(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"],
@@ -88,6 +107,8 @@ def test_watchdog_restarts_a_hung_reeld_and_the_recording_survives(booted):
     assert f["hung_recovered"] == "yes" and f["hung_part_left"] == "0", f
     msgs = [e["MESSAGE"] for e in reeld_entries(journal)]
     assert any("recovered crash-left recording" in m and "hung.mp4" in m for m in msgs), msgs[-20:]
+    recovered = [e for e in reeld_entries(journal) if e.get("REEL_EVENT") == "recovered"]
+    assert [(e["REEL_FILE"], e["REEL_PART"]) for e in recovered] == [("/var/lib/reel/hung.mp4", "/var/lib/reel/hung.mp4.part")], recovered
     durations = decodes_clean(res.path("hung.mp4"))
     # 4 s were recorded before the freeze; a crash loses at most the open fragment and x264's delay
     assert set(durations) == {"h264", "aac"} and min(durations.values()) >= 2.5, durations
@@ -100,11 +121,21 @@ def test_journal_has_reelds_lines_at_their_priorities(booted):
     assert any(m.startswith("recording finished: /var/lib/reel/one.mp4 (2 segments") for m in msgs), msgs[-20:]
     assert any(m.startswith("recording finished: /var/lib/reel/two.mp4 (1 segment,") for m in msgs), msgs[-20:]
     assert any("SIGHUP: configuration re-read" in m for m in msgs), msgs[-20:]
+    assert all("PRIORITY" in e for e in mine), [e for e in mine if "PRIORITY" not in e][:5]
     # up to the test hook's freeze (its stall message is rightly critical)
     freeze = [i for i, m in enumerate(msgs) if "test hook REEL_TEST_FREEZE_CAPTURE" in m]
     mine = mine[:freeze[0]] if freeze else mine
+    # Every line came whole through the native protocol (sd_journal_sendv), none through the
+    # stderr stream, where journald would cut a multi-line message into entries at the stream's
+    # default priority: a multi-line message, if reeld logged one here, is one entry.
+    stream = [(e.get("_TRANSPORT"), e["MESSAGE"]) for e in mine if e.get("_TRANSPORT") != "journal" or "CODE_FILE" not in e]
+    assert not stream, stream[:10]
     prio = {e["MESSAGE"].split(":")[0]: int(e["PRIORITY"]) for e in mine}
     assert prio.get("recording finished") == 5 and prio.get("recording started") == 5, prio
+    # one.mp4's lines, by their fields: started in segment 0, paused at its end, resumed into 1
+    one = [(e.get("REEL_EVENT"), e.get("REEL_SEGMENT"), int(e["PRIORITY"])) for e in mine
+           if e.get("REEL_FILE") == "/var/lib/reel/one.mp4"]
+    assert one == [("started", "0", 5), ("paused", "0", 5), ("resumed", "1", 5), ("finished", None, 5)], one
     # nothing at error or worse; libdispatch's renice is allowed by the unit (no "Failed to set")
     bad = [(e["PRIORITY"], e["MESSAGE"]) for e in mine if int(e["PRIORITY"]) <= 3 or "Failed to set" in e["MESSAGE"]]
     assert not bad, bad
@@ -116,10 +147,23 @@ def decoded_audio(path):
     return np.frombuffer(raw, "<i2").astype(float) / 32768
 
 
+def test_finished_files_are_found_by_their_journal_fields(finished):
+    # the hung recording was not finished but recovered at the next start
+    assert set(finished) == {"/var/lib/reel/one.mp4", "/var/lib/reel/two.mp4"}, sorted(finished)
+    one, two = finished["/var/lib/reel/one.mp4"], finished["/var/lib/reel/two.mp4"]
+    assert (one["REEL_SEGMENTS"], two["REEL_SEGMENTS"]) == ("2", "1"), (one, two)
+    assert int(one["REEL_DURATION_NS"]) >= 12_000_000_000 and int(two["REEL_DURATION_NS"]) >= 3_000_000_000, (one, two)
+    assert one["PRIORITY"] == "5" and one["REEL_PART"] == "/var/lib/reel/one.mp4.part", one
+    assert one["MESSAGE"].startswith("recording finished: /var/lib/reel/one.mp4 (2 segments"), one
+
+
 @pytest.mark.parametrize("name,at_least", [("one", 12.0), ("two", 3.0)])
-def test_files_play_with_picture_and_sound(booted, name, at_least):
+def test_files_play_with_picture_and_sound(booted, finished, name, at_least):
     res, _, journal = booted
-    path = res.path(f"{name}.mp4")
+    # the file as the journal's finished entry names it (collected from the guest into /out)
+    entry = finished.get(f"/var/lib/reel/{name}.mp4")
+    assert entry, sorted(finished)
+    path = res.path(os.path.basename(field(entry, "REEL_FILE")))
     assert os.path.exists(path), os.listdir(res.out)
     codecs = decodes_clean(path)
     assert set(codecs) == {"h264", "aac"}, codecs
@@ -127,13 +171,11 @@ def test_files_play_with_picture_and_sound(booted, name, at_least):
     # The tracks end together, unless the pipeline fell behind the camera under emulation and
     # dropped the last frames (seen: 800 of 1183 dropped on a slow host, the video 1.85 s short):
     # then the video ends with its last kept frame, which players hold. It is never the longer one.
-    finished = [e["MESSAGE"] for e in reeld_entries(journal)
-                if e["MESSAGE"].startswith(f"recording finished: /var/lib/reel/{name}.mp4 ")]
-    assert len(finished) == 1, finished
-    dropped = int(re.search(r", (\d+) dropped\)", finished[0]).group(1))
+    dropped = int(entry["REEL_DROPPED_FRAMES"])
+    assert dropped == int(re.search(r", (\d+) dropped\)", entry["MESSAGE"]).group(1)), entry
     assert codecs["h264"] - codecs["aac"] < 0.5, codecs
     if dropped == 0:
-        assert codecs["aac"] - codecs["h264"] < 0.5, (codecs, finished[0])
+        assert codecs["aac"] - codecs["h264"] < 0.5, (codecs, entry["MESSAGE"])
     # speaker-test's sine on the loopback reached the file: not silence
     x = decoded_audio(path)
     mid = x[len(x) // 4: 3 * len(x) // 4]

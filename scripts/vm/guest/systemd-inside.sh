@@ -16,6 +16,8 @@ log() { echo "[inside $(cut -d' ' -f1 /proc/uptime)] $*"; }
 fact() { echo "$1=$2" >> /out/facts.txt; log "fact $1=$2"; }
 collect() {
     journalctl -u reeld -u reeld.socket -o json --no-pager > /out/journal.json 2>/dev/null
+    # The finished files, as README's journal query finds them (reeld's fields: RecordingLog.swift).
+    journalctl -u reeld REEL_EVENT=finished -o json --no-pager > /out/finished.json 2>/dev/null
     journalctl -b -o short-monotonic --no-pager > /out/journal-all.txt 2>/dev/null
     systemctl show reeld --no-pager > /out/show-reeld.txt 2>/dev/null
     systemd-analyze security reeld --no-pager > /out/security.txt 2>&1

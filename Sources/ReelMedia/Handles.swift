@@ -1,4 +1,5 @@
 internal import CFFmpeg
+internal import CFFmpegShim
 
 // One owner per FFmpeg handle: each box frees its pointer exactly once in deinit, so an init that
 // throws halfway frees whatever it had already allocated just by letting the boxes go.
@@ -46,7 +47,7 @@ final class OutputContext {
         self.p = p
     }
     deinit {
-        if p.pointee.pb != nil { avio_closep(&p.pointee.pb) }
+        if p.pointee.pb != nil { creel_avio_closep(&p.pointee.pb) }
         avformat_free_context(p)
     }
 }

@@ -39,11 +39,18 @@ import ReelSystem
 ///   every later call throws it without touching the file again, and `abandon()` cuts the file back to
 ///   `completeBytes`, the end of its last fragment known to be written whole.
 ///
+/// - A 16-byte `free` box follows `ftyp` (`placeholder`, put in by a wrapper around the AVIOContext's write
+///   callback): `MP4Finisher` turns it into a 64-bit `mdat` header at stop. With `default_base_moof` every
+///   sample offset in a moof is relative to that moof, so the 16 bytes move nothing the muxer wrote.
+///   `completeBytes`, `bytesWritten` and `abandon()` count in file offsets (the muxer's plus 16).
+///
 /// Note: FFmpeg 5.1's demuxer applies a fragmented file's edit list as a plain time offset, so ffprobe
 /// shows the audio stream starting at -1024/rate (the priming packet) instead of skipping it; the
 /// samples still land on the right times (input sample 0 at 0), which the tests check by decoding.
 public final class MP4Writer {
     public static let movflags = "empty_moov+delay_moov+frag_custom+default_base_moof+skip_trailer"
+    /// The box written right after ftyp: `free`, 16 bytes, the room for a 64-bit `mdat` header.
+    public static let placeholder: [UInt8] = [0, 0, 0, 16, 0x66, 0x72, 0x65, 0x65, 0, 0, 0, 0, 0, 0, 0, 0]
     /// Media time between fragment cuts, in microseconds: at most this much (plus the encoders' delay)
     /// is lost if the process dies.
     public let fragmentMicros: Int64
@@ -93,7 +100,12 @@ public final class MP4Writer {
     public var bytesWritten: Int64 {
         if finished { return finalBytes }
         guard let pb = out.p.pointee.pb else { return completeBytes }
-        return avio_tell(pb)
+        return filePos(avio_tell(pb))
+    }
+
+    /// A muxer position as a file offset: the placeholder is in once the first fragment (with ftyp) is out.
+    private func filePos(_ muxerPos: Int64) -> Int64 {
+        creel_avio_box_written(out.p.pointee.pb) == 1 ? muxerPos + Int64(Self.placeholder.count) : muxerPos
     }
 
     /// Opens `path` (created or truncated) and writes the file header. The stream parameters come from the encoders.
@@ -144,7 +156,7 @@ public final class MP4Writer {
             audio = Track(index: st.pointee.index, timeBase: a.timeBase, name: "audio")
         }
 
-        let rc = avio_open(&ctx.pointee.pb, path, AVIO_FLAG_WRITE)
+        let rc = creel_avio_open_with_box(&ctx.pointee.pb, path, Self.placeholder, Int32(Self.placeholder.count))
         if rc < 0 {
             throw MediaError("cannot open '\(path)' for writing: \(avErrorText(rc)) (\(Self.openFailureHint(errno: -rc, dir: directory(of: path))))", systemError: -rc)
         }
@@ -217,10 +229,13 @@ public final class MP4Writer {
         try checkWrite(av_write_frame(ctx, nil), "cannot write the last fragment of '\(path)'")
         try checkWrite(av_write_trailer(ctx), "cannot finish MP4 file '\(path)'")
         finished = true
-        finalBytes = avio_tell(ctx.pointee.pb)
+        let muxerEnd = avio_tell(ctx.pointee.pb)
+        avio_flush(ctx.pointee.pb)
+        try checkWrite(0, "cannot write the end of '\(path)'")
+        finalBytes = muxerEnd + (creel_avio_box_written(ctx.pointee.pb) == 1 ? Int64(Self.placeholder.count) : 0)
         completeBytes = finalBytes
         completeMicros = coveredMicros
-        try checkAV(avio_closep(&ctx.pointee.pb), "cannot close MP4 file '\(path)'")
+        try checkAV(creel_avio_closep(&ctx.pointee.pb), "cannot close MP4 file '\(path)'")
     }
 
     /// Records a failure to get the file onto the disk that was seen elsewhere (a failed fdatasync):
@@ -239,7 +254,7 @@ public final class MP4Writer {
         if !finished, ctx.pointee.pb != nil {
             // A writer abandoned without a failed write (the caller's own error) has nothing to flush
             // worth keeping either: whatever follows completeBytes is cut off below.
-            avio_closep(&ctx.pointee.pb)
+            creel_avio_closep(&ctx.pointee.pb)
             finished = true
             finalBytes = completeBytes
             if truncate(path, off_t(completeBytes)) != 0 {
@@ -322,7 +337,7 @@ public final class MP4Writer {
         avio_flush(ctx.pointee.pb)
         try checkWrite(0, "cannot write to '\(path)'")
         // Everything up to here reached the file whole.
-        completeBytes = avio_tell(ctx.pointee.pb)
+        completeBytes = filePos(avio_tell(ctx.pointee.pb))
         completeMicros = coveredMicros
         onFragmentWritten?()
     }

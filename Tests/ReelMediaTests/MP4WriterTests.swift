@@ -189,17 +189,21 @@ final class MP4WriterTests: XCTestCase {
         }
     }
 
-    /// A finished file has the shape of a recovered one: ftyp, moov, then moof/mdat pairs to the
-    /// end, no mfra (libavformat would keep its index in memory for the whole recording).
-    func testFinishedFileIsFragmentsOnly() throws {
+    /// The writer's file has the shape of a recovered one: ftyp, the 16-byte placeholder (a `free`
+    /// box, MP4Finisher's future mdat header), moov, then moof/mdat pairs to the end, no mfra
+    /// (libavformat would keep its index in memory for the whole recording).
+    func testWrittenFileIsFragmentsOnly() throws {
         let path = tempPath("shape.mp4")
         _ = try writeTestFile(path: path, fps: Rational(30), rate: 48000, channels: 1, seconds: 3)
         let types = try topLevelBoxTypes(path)
-        XCTAssertEqual(Array(types.prefix(2)), ["ftyp", "moov"], "\(types)")
-        let rest = Array(types.dropFirst(2))
+        XCTAssertEqual(Array(types.prefix(3)), ["ftyp", "free", "moov"], "\(types)")
+        let d = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let ftypSize = Int(d[0]) << 24 | Int(d[1]) << 16 | Int(d[2]) << 8 | Int(d[3])
+        XCTAssertEqual(Array(d[ftypSize..<(ftypSize + 16)]), MP4Writer.placeholder, "the placeholder follows ftyp")
+        let rest = Array(types.dropFirst(3))
         XCTAssertGreaterThanOrEqual(rest.count, 2 * 3, "a fragment per second of media: \(types)")
         XCTAssertEqual(rest.count % 2, 0, "\(types)")
-        for (i, t) in rest.enumerated() { XCTAssertEqual(t, i % 2 == 0 ? "moof" : "mdat", "box \(i + 2) of \(types)") }
+        for (i, t) in rest.enumerated() { XCTAssertEqual(t, i % 2 == 0 ? "moof" : "mdat", "box \(i + 3) of \(types)") }
         let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
         XCTAssertGreaterThan(size, 0)
     }

@@ -17,4 +17,12 @@ public enum TestHooks {
         guard let p = freezeCapturePath else { return false }
         return access(p, F_OK) == 0
     }
+
+    /// `REEL_TEST_FINISH_STOP_AFTER=parse|moov|mdat` (test-only): MP4Finisher ends the process with
+    /// _exit(99) right after that step of finishing a file, as if it were killed there.
+    public static let finishStopAfterVariable = "REEL_TEST_FINISH_STOP_AFTER"
+    package static let finishStopAfter: String? = {
+        let v = ProcessInfo.processInfo.environment[finishStopAfterVariable]
+        return (v?.isEmpty ?? true) ? nil : v
+    }()
 }

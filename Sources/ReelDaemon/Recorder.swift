@@ -131,8 +131,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             stateChanged(file: paths.part)
             // When the pipeline ends on its own (source failure, disk error), the session is cleared.
             Thread.detachNewThread { [self] in
-                let result = s.finished.wait(until: nil)!
-                sessionEnded(s, result)
+                let outcome = s.finished.wait(until: nil)!
+                sessionEnded(s, outcome)
             }
             var r = reply(id: id)
             r.file = paths.part
@@ -178,35 +178,38 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         case let .failed(msg): return failure(id, .failed(msg))
         }
         stateChanged(file: s.partPath)
-        guard let result = s.finished.wait(until: SystemClock.now() + 120 * nanosPerSecond) else {
+        guard let outcome = s.finished.wait(until: SystemClock.now() + 120 * nanosPerSecond) else {
             return failure(id, .failed("stopping \(s.partPath) did not finish within 120 s; the daemon log has details"))
         }
-        sessionEnded(s, result)
-        switch result {
-        case let .success(path):
-            // Cut short by a failed write: the file is kept, but not all that was asked for.
-            if let e = s.snapshot.storageError { return failure(id, .failed(e)) }
+        sessionEnded(s, outcome)
+        switch outcome {
+        case let .complete(path), let .cutShort(.file(path), .sourceFailed):
             var r = reply(id: id, finished: s)
             r.file = path
             return r
-        case let .failure(e):
-            if let e = s.snapshot.storageError { return failure(id, .failed(e)) }
+        case let .cutShort(_, .writeFailed(e)):
+            // Cut short by a failed write: the file is kept, but not all that was asked for.
+            return failure(id, .failed(e))
+        case let .cutShort(_, .sourceFailed(e)), let .failed(e):
             return failure(id, .failed("recording \(s.partPath) ended with an error: \(e)"))
         }
     }
 
-    private func sessionEnded(_ s: RecordingSession, _ result: Result<String, RecorderFailure>) {
+    private func sessionEnded(_ s: RecordingSession, _ outcome: RecordingOutcome) {
         let changed: Bool = monitor.withLock {
             guard session === s else { return false }
             session = nil
-            switch result {
-            case let .success(p):
+            switch outcome {
+            case let .complete(p): lastFile = p
+            case let .cutShort(.file(p), reason):
                 lastFile = p
                 // The file is complete, but a source failed (camera unplugged) or the disk filled: say which and why.
-                if let e = s.snapshot.storageError { lastError = e }
-                else if let e = s.snapshot.sourceError { lastError = "\(e); the recording was finished early into \(p)" }
-            case let .failure(e):
-                lastError = e.description
+                switch reason {
+                case let .writeFailed(e): lastError = e
+                case let .sourceFailed(e): lastError = "\(e); the recording was finished early into \(p)"
+                }
+            case let .cutShort(_, .writeFailed(e)), let .cutShort(_, .sourceFailed(e)), let .failed(e):
+                lastError = e
                 // Whatever file the recording left (finished despite the error, or a .part to recover).
                 lastFile = [s.finalPath, s.partPath].first { FileManager.default.fileExists(atPath: $0) } ?? lastFile
             }
@@ -214,28 +217,28 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         }
         guard changed else { return }
         refreshFreeSpace()
-        switch result {
-        case let .success(p):
+        switch outcome {
+        case let .complete(p), let .cutShort(.file(p), _):
             let snap = s.snapshot
-            if let e = snap.storageError {
+            switch outcome {
+            case let .cutShort(_, .writeFailed(e)):
                 logger.error("recording cut short: \(e)", metadata: ["RECORDING": "\(p)"])
                 emitError(e)
-            } else if let e = s.snapshot.sourceError {
+            case let .cutShort(_, .sourceFailed(e)):
                 logger.error("recording \(p) finished early: \(e)")
                 emitError("\(e); the recording was finished early into \(p)")
+            default: break
             }
             events.publish(ControlEvent(event: ControlEvent.Kind.finished, file: p, at: SystemClock.now()))
             let segs = snap.segmentDurations.count
             logger.notice("recording finished: \(p) (\(segs) segment\(segs == 1 ? "" : "s"), \(formatDuration(snap.recordedNs)), \(snap.frames) frames, \(snap.droppedFrames) dropped)")
             FinishHook.run(s.config.onFinish, file: p, timeoutNs: s.config.onFinishTimeoutNs, logger: logger)
-        case let .failure(e):
-            if let e = s.snapshot.storageError {
-                logger.error("recording cut short: \(e)")
-                emitError(e)
-            } else {
-                logger.error("recording ended with an error: \(e)")
-                emitError("recording \(s.partPath) ended with an error: \(e)")
-            }
+        case let .cutShort(_, .writeFailed(e)):
+            logger.error("recording cut short: \(e)")
+            emitError(e)
+        case let .cutShort(_, .sourceFailed(e)), let .failed(e):
+            logger.error("recording ended with an error: \(e)")
+            emitError("recording \(s.partPath) ended with an error: \(e)")
         }
         stateChanged(file: nil)
     }

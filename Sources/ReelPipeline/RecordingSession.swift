@@ -119,8 +119,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     package let config: RecorderConfig
     private let logger: Logger
     private let queue = BlockingQueue<Event>(capacity: 1024)
-    /// Fulfilled with the final path, or an error message, when the pipeline thread ends.
-    package let finished = Promise<Result<String, RecorderFailure>>()
+    /// Fulfilled with how the recording ended when the pipeline thread ends.
+    package let finished = Promise<RecordingOutcome>()
     private let monitor = Monitor()
     private var snapshotValue = SessionSnapshot()
     /// Unpaced interleaving: each stream's latest media time (video, audio), guarded by `turn`.
@@ -135,7 +135,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     // Pipeline thread.
     private let videoSource: (any CaptureSource)?
     private let audioSource: (any CaptureSource)?
-    private var timeline: Timeline!
+    /// Every decision of the pipeline (cuts, stall, stop completion, failures, publishing).
+    private var machine: SessionMachine!
     private let converter: PixelConverter?
     private let h264: H264Encoder?
     private let aac: AACEncoder?
@@ -149,24 +150,13 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     private let resampler: DriftResampler?
     private var drift: DriftLock?
     private let silence: [Int16]
-    private var lastVideoPts: Int64 = Int64.min
-    private var slots: FrameSlots?           // nil without video
-    private var lastKeptOutput: Nanos?
-    private var ptsFixes = 0
     private var dropsReported: Int64 = 0
     private var dropsReportedAt: Nanos = 0
-    private var framesWritten: Int64 = 0
     /// Audio peak meter: per-channel peak of the current ~100 ms bucket, and the last 10 buckets.
     private var peakBucket: [Int32] = []
     private var peakWindow: [[Int32]] = []
     private var peakRotatedAt: Nanos = 0
-    private var audioFirstSample: Int64?
-    private var audioReceived: Int64 = 0
-    private var audioFilled: Int64 = 0
-    private var sourceFailure: String?
     private var storageFailure: String?
-    private var failureHandled = false
-    private var stopResolvedAt: Nanos?
     // Liveness (Health.swift): registered in start(), removed when the pipeline finishes.
     private let health: HealthMonitor?
     private var pipelineBeat: Heartbeat?
@@ -201,12 +191,11 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         videoSource = vs
         audioSource = aso
         if let f = config.videoFormat {
-            slots = FrameSlots(fps: f.fps)
             // A file source hands over I420 (it converts as it reads); the converter then only views the slot.
             converter = try PixelConverter(width: f.width, height: f.height,
                                            from: (vs as? FileVideoSource)?.delivers ?? f.pixelFormat)
             h264 = try H264Encoder(width: f.width, height: f.height, fps: f.fps, settings: config.h264)
-        } else { slots = nil; converter = nil; h264 = nil }
+        } else { converter = nil; h264 = nil }
         if let f = config.audioFormat {
             aac = try AACEncoder(format: f, settings: config.aac)
             fifo = AudioFifo(channels: f.channels, capacityFrames: f.sampleRate * 10)
@@ -239,8 +228,12 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     package func start() {
         let t0 = SystemClock.now()
         lastVideoArrival.store(t0, ordering: .relaxed)
-        timeline = Timeline(start: t0, hasVideo: videoSource != nil, audio: config.audioFormat)
-        for (r, at) in schedule { _ = try? timeline.request(r, at: t0 + at) }
+        var mc = SessionMachine.Configuration(videoFPS: videoSource == nil ? nil : config.videoFormat?.fps,
+                                              videoTimeBase: h264?.timeBase ?? Rational(1, 90_000),
+                                              audio: config.audioFormat, paced: config.paced)
+        mc.stallLimit = Self.videoStallTimeout
+        mc.audioBacklogLimit = fifo.capacity
+        machine = SessionMachine(mc, start: t0, schedule: schedule)
         if let health {
             pipelineBeat = health.register("pipeline thread")
             if videoSource != nil { videoBeat = health.register("video capture thread") }
@@ -307,114 +300,89 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
 
     // MARK: Pipeline thread
 
+    /// The thin loop: takes what the queue holds (or wakes every 20 ms), hands it to the machine
+    /// and performs what the machine decides; every decision is in `SessionMachine`. An error
+    /// goes to the machine, whose next action is then to finish.
     private func run() {
-        var failure: String?
-        var lastPublish: Nanos = 0
-        do {
-            while true {
-                pipelineBeat?.beat()
-                let event = queue.take(until: SystemClock.now() + 20_000_000)
-                if config.paced {
-                    let now = SystemClock.now()
-                    timeline.advance(to: now)
-                    // A camera that stops delivering (without an error) must not hold cuts, and the
-                    // audio behind them, forever. Judged on arrivals, not on this thread's lag.
-                    if videoSource != nil, now - lastVideoArrival.load(ordering: .relaxed) > Self.videoStallTimeout {
-                        timeline.videoStalled(upTo: now - Self.videoStallTimeout)
-                    }
-                }
+        var ending: SessionMachine.Ending = .complete
+        loop: while true {
+            pipelineBeat?.beat()
+            let event = queue.take(until: SystemClock.now() + 20_000_000)
+            machine.wake(now: SystemClock.now(), lastVideoArrival: lastVideoArrival.load(ordering: .relaxed))
+            do {
                 if let event { try handle(event) }
-                try drainAudio()
+                // A failed fdatasync, seen by the sync thread, ends the recording as a failed write does.
                 if takeSyncFailure() { throw mux.writeFailure! }
-                if let msg = sourceFailure, !failureHandled {
-                    failureHandled = true
-                    logger.error("\(msg); finishing the recording \(partPath)")
-                    if timeline.phase != .stopped { _ = try? timeline.request(.stop, at: timeline.horizon) }
-                    // A video source that failed delivers no frame to resolve cuts on.
-                    if videoSource?.hasExited == true { timeline.videoEnded(at: timeline.horizon) }
-                }
-                // Status is published at most every 100 ms (and on every request), not per frame.
-                let now = SystemClock.now()
-                if now - lastPublish >= 100_000_000 { publish(); lastPublish = now }
-                if timeline.isStopResolved {
-                    if stopResolvedAt == nil { stopResolvedAt = now }
-                    if timeline.isFinished { break }
-                    // The audio source will deliver nothing more (its thread exited and the queue is
-                    // drained), or it has been silent for 2 s: complete the span with silence.
-                    let audioDone = event == nil && (audioSource?.hasExited ?? true)
-                    if audioDone || now - stopResolvedAt! > 2 * nanosPerSecond {
-                        let n = timeline.silenceToFinish()
-                        if n > 0 { logger.warning("audio source delivered no samples for the last \(n) frames; filled with silence") }
-                        try encodeSilence(n)
-                        break
-                    }
-                }
+            } catch { failed(error) }
+            let now = SystemClock.now()
+            while let action = machine.nextAction(now: now, queueWasEmpty: event == nil, sourceExited: { video in
+                (video ? videoSource : audioSource)?.hasExited ?? true
+            }) {
+                if case let .finish(e) = action { ending = e; break loop }
+                do { try perform(action) } catch { failed(error) }
             }
-        } catch {
-            failure = "\(error)"
-            // A failed write is reported once, with what was kept, when the file is finished.
-            if mux.writeFailure == nil { logger.error("recording \(partPath) failed: \(error)", metadata: RecordingLog.fields(nil, file: finalPath, part: partPath)) }
         }
-        finish(failure: failure)
+        finish(ending)
+    }
+
+    private func failed(_ error: any Error) {
+        let failure = machine.fail(mux.writeFailure != nil ? .write("\(error)") : .pipeline("\(error)"))
+        // A failed write is reported once, with what was kept, when the file is finished.
+        if mux.writeFailure == nil { logger.error("recording \(partPath) failed: \(failure)", metadata: RecordingLog.fields(nil, file: finalPath, part: partPath)) }
+    }
+
+    private func perform(_ action: SessionMachine.Action) throws {
+        switch action {
+        case let .encodeAudio(n):
+            guard let aac else { return }
+            let channels = fifo.channels  // read before consume(): it holds exclusive access to fifo
+            try fifo.consume(n) { samples in
+                meterPeak(samples, channels: channels)
+                try aac.encode(interleaved: samples) { try mux.writeAudio($0) }
+            }
+        case let .dropAudio(n): fifo.discard(n)
+        case let .encodeSilence(n): try encodeSilence(n)
+        case let .stopForSourceFailure(msg): logger.error("\(msg); finishing the recording \(partPath)")
+        case .publish: publish()
+        case let .completeWithSilence(n):
+            if n > 0 { logger.warning("audio source delivered no samples for the last \(n) frames; filled with silence") }
+            try encodeSilence(n)
+        case .finish: break  // run() ends the loop
+        }
     }
 
     private func handle(_ event: Event) throws {
         switch event {
         case let .request(r, at, reply):
-            do {
-                let phase = try timeline.request(r, at: at ?? timeline.horizon)
+            switch machine.request(r, at: at) {
+            case let .success(phase):
                 logger.info("\(r) requested (\(partPath))")
                 publish()
                 reply.fulfill(.ok(phase))
-            } catch {
+            case let .failure(error):
                 reply.fulfill(.refused(error.description))
             }
         case let .media(.video(slot, time)):
             defer { videoSource!.pool.release(slot) }
-            guard case let .keep(out) = timeline.video(at: time), let h264, let converter else { return }
-            // The output frame slot nearest the capture time: a camera's timestamps jitter
-            // (vivid under emulation by ±10 ms), so they are snapped to the frame grid; a frame
-            // whose slot is taken is dropped (FrameSlots says why). Dropped frames leave empty
-            // slots, so timing follows capture time. Synthetic frames are on the grid already.
-            guard let outSlot = slots?.place(out) else { return }
+            guard case let .encode(pts) = machine.video(at: time), let h264, let converter else { return }
             let frame = try converter.convert(UnsafeRawBufferPointer(videoSource!.pool.buffer(slot)))
-            let f = config.videoFormat!
-            var pts = rescale(outSlot, h264.timeBase.den * f.fps.den, f.fps.num * h264.timeBase.num)
-            if pts <= lastVideoPts { pts = lastVideoPts + 1; ptsFixes += 1 }
-            lastVideoPts = pts
-            lastKeptOutput = out
             try h264.encode(frame, pts: pts) { try mux.writeVideo($0) }
-            framesWritten += 1
         case let .media(.audio(slot, frames, sample, time)):
             defer { audioSource!.pool.release(slot) }
-            if audioFirstSample == nil { audioFirstSample = sample }
-            let rel = sample - audioFirstSample!
-            if rel > audioReceived {
-                // Samples the source lost: silence keeps every later sample at its true time.
-                let gap = Int(rel - audioReceived)
-                try acceptAudio(nil, frames: gap, time: time)
-                audioReceived += Int64(gap); audioFilled += Int64(gap)
-            }
-            let skip = Int(max(0, audioReceived - rel))  // overlap: never expected, never duplicated
-            guard frames > skip else { return }
+            let take = machine.audio(frames: frames, sample: sample, time: time)
+            // Samples the source lost: silence keeps every later sample at its true time.
+            if take.silence > 0 { try acceptAudio(nil, frames: take.silence, time: take.silenceTime) }
+            guard take.frames > 0 else { return }
             let base = UnsafeRawPointer(audioSource!.pool.buffer(slot).baseAddress!).assumingMemoryBound(to: Int16.self)
             let ch = config.audioFormat!.channels
-            try acceptAudio(UnsafeBufferPointer(start: base + skip * ch, count: (frames - skip) * ch), frames: frames - skip,
-                            time: time + config.audioFormat!.sampleTime(Int64(skip)))
-            audioReceived += Int64(frames - skip)
-            if videoSource == nil && !config.paced, let f = config.audioFormat {
-                timeline.advance(to: time + f.sampleTime(Int64(frames)))
-            }
+            try acceptAudio(UnsafeBufferPointer(start: base + take.skip * ch, count: take.frames * ch), frames: take.frames,
+                            time: take.time)
         case let .media(.sourceFailed(msg)):
-            sourceFailure = msg
+            machine.sourceFailed(msg)
         case let .media(.ended(msg, at, isVideo)):
-            // A file ran out. Video defines the frame grid, so the video's end ends the recording
-            // (audio alone: the audio's end); a shorter audio file is completed with silence, as
-            // for a microphone that stops delivering, and a longer one is cut at the stop.
-            guard isVideo || videoSource == nil else { logger.notice("\(msg) (\(partPath))"); return }
-            logger.notice("\(msg); the recording ends there (\(partPath))")
-            if timeline.phase != .stopped { _ = try? timeline.request(.stop, at: at) }
-            if isVideo { timeline.videoEnded(at: at) } else { timeline.advance(to: at) }
+            // A file ran out (the machine says whether that ends the recording).
+            if machine.sourceEnded(at: at, isVideo: isVideo) { logger.notice("\(msg); the recording ends there (\(partPath))") }
+            else { logger.notice("\(msg) (\(partPath))") }
         }
     }
 
@@ -422,9 +390,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     /// pending FIFO, through the drift-lock resampler when it is on.
     private func acceptAudio(_ samples: UnsafeBufferPointer<Int16>?, frames: Int, time: Nanos) throws {
         guard let resampler else {
-            try reserveAudio(frames)
+            try machine.audioQueued(frames: frames, captureTime: time)
             fifo.append(samples?.baseAddress, frames: frames)
-            timeline.audioArrived(count: frames, captureTime: time)
             return
         }
         if samples != nil {
@@ -435,31 +402,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         let anchor = drift!.anchor ?? time  // output sample 0 of the locked stream
         try resampler.process(samples, silentFrames: frames) { out in
             let n = out.count / fifo.channels
-            try reserveAudio(n)
+            try machine.audioQueued(frames: n, captureTime: anchor)
             fifo.append(out.baseAddress, frames: n)
-            timeline.audioArrived(count: n, captureTime: anchor)
-        }
-    }
-
-    private func reserveAudio(_ frames: Int) throws {
-        guard frames <= fifo.room else {
-            throw RecorderFailure("audio backlog exceeded 10 s waiting for video to decide the cuts (is the camera delivering?)")
-        }
-    }
-
-    private func drainAudio() throws {
-        guard let aac else { return }
-        while let action = timeline.nextAudioAction() {
-            switch action {
-            case let .keep(n):
-                let channels = fifo.channels  // read before consume(): it holds exclusive access to fifo
-                try fifo.consume(n) { samples in
-                    meterPeak(samples, channels: channels)
-                    try aac.encode(interleaved: samples) { try mux.writeAudio($0) }
-                }
-            case let .drop(n): fifo.discard(n)
-            case let .silence(n): try encodeSilence(n)
-            }
         }
     }
 
@@ -521,32 +465,26 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         var s = SessionSnapshot()
         s.audioPeak = meteredPeak(now: SystemClock.now())
         s.bytesWritten = mux.bytesWritten
-        s.phase = timeline.phase
-        s.stopping = timeline.phase == .stopped
-        s.frames = framesWritten
-        s.audioSamples = timeline.audioOutput
-        s.audioFilledSamples = audioFilled
-        s.droppedFrames = (videoSource?.dropped ?? 0) + Int64(timeline.videoNonMonotonic) + Int64(slots?.collisions ?? 0)
-        s.timestampFixes = ptsFixes + timeline.videoOutputFixes
-        s.sourceError = sourceFailure
+        let p = machine.progress
+        s.phase = p.phase
+        s.stopping = p.stopping
+        s.frames = p.frames
+        s.audioSamples = p.audioSamples
+        s.audioFilledSamples = p.audioFilledSamples
+        s.droppedFrames = (videoSource?.dropped ?? 0) + p.droppedFrames
+        s.timestampFixes = p.timestampFixes
+        s.sourceError = p.sourceError
         s.storageError = storageFailure
         reportDrops(s.droppedFrames)
         // Recorded duration: the output reached so far (video frame end, or audio length).
-        var recorded: Nanos = 0
-        if let out = lastKeptOutput, let f = config.videoFormat { recorded = out + f.frameTime(1) }
-        if let f = config.audioFormat { recorded = max(recorded, f.sampleTime(timeline.audioOutput)) }
-        s.recordedNs = recorded
-        var closed: Nanos = 0
-        for seg in timeline.segments {
-            if let end = seg.end { s.segmentDurations.append(end - seg.begin); closed += end - seg.begin }
-            else { s.segmentDurations.append(max(0, recorded - closed)) }
-        }
+        s.recordedNs = p.recordedNs
+        s.segmentDurations = p.segmentDurations
         monitor.withLock { snapshotValue = s }
     }
 
     /// Drains the encoders, writes the trailer, renames NAME.mp4.part to NAME.mp4. On failure the
     /// .part file (fragmented, so playable up to its last fragment) is still finalised if possible.
-    private func finish(failure: String?) {
+    private func finish(_ ending: SessionMachine.Ending) {
         queue.close()
         for b in [pipelineBeat, videoBeat, audioBeat] { health?.unregister(b) }
         videoSource?.stop()
@@ -554,7 +492,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         while let e = queue.take(until: 0) {
             if case let .request(_, _, reply) = e { reply.fulfill(.refused("the recording is finishing")) }
         }
-        var error = failure
+        var finishError: String?
         // After a failed write nothing more is written (no encoder flush, no trailer): the file is
         // cut back to its last complete fragment below.
         if mux.writeFailure == nil {
@@ -571,26 +509,24 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
                 }
             } catch let e {
                 if mux.writeFailure == nil {
-                    error = error ?? "\(e)"
+                    finishError = "\(e)"
                     logger.error("finishing \(partPath) failed: \(e)", metadata: RecordingLog.fields(nil, file: finalPath, part: partPath))
                 }
             }
         }
-        var kept: String? = finalPath
+        var writeFailure: (kept: RecordingOutcome.Kept, message: String)?
         if let wf = mux.writeFailure {
             // Nothing more is written; the AAC encoder is drained into nothing only so that
             // libavcodec does not warn about frames left at close.
             try? aac?.flush { _ in }
             let (file, message) = salvage(wf)
-            kept = file
+            writeFailure = (file == nil ? .nothing : file == finalPath ? .file(finalPath) : .unrecovered(partPath), message)
             storageFailure = message
-            error = message
         }
         closeSyncer()
         partLock.release()
         publish()
-        if storageFailure != nil, kept == finalPath { finished.fulfill(.success(finalPath)) }  // the error is in the snapshot
-        else if let error { finished.fulfill(.failure(RecorderFailure(error))) } else { finished.fulfill(.success(finalPath)) }
+        finished.fulfill(RecordingOutcome.resolve(ending: ending, finishError: finishError, writeFailure: writeFailure, file: finalPath))
     }
 
     /// A failed fdatasync, seen by the sync thread, ends the recording as a failed write does

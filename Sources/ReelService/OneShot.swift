@@ -30,11 +30,12 @@ public enum OneShot {
         logger.notice("recording \(output).part (video: \(session.sourceDescriptions.video ?? "none"), audio: \(session.sourceDescriptions.audio ?? "none"))",
                       metadata: RecordingLog.fields(.started, file: output, part: output + ".part", segment: 0))
         switch session.finished.wait(until: nil)! {
-        case let .success(path):
-            // Cut short by a failed write (disk full): the message names what was kept.
-            if let e = session.snapshot.storageError { throw RecorderFailure(e) }
+        case let .complete(path), let .cutShort(.file(path), .sourceFailed):
             return (path, session.snapshot)
-        case let .failure(e): throw e
+        case let .cutShort(_, .writeFailed(e)):
+            // Cut short by a failed write (disk full): the message names what was kept.
+            throw RecorderFailure(e)
+        case let .cutShort(_, .sourceFailed(e)), let .failed(e): throw RecorderFailure(e)
         }
     }
 

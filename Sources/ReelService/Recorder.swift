@@ -156,8 +156,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             stateChanged(file: paths.part)
             // When the pipeline ends on its own (source failure, disk error), the session is cleared.
             Thread.detachNewThread { [self] in
-                let result = s.finished.wait(until: nil)!
-                sessionEnded(s, result)
+                let outcome = s.finished.wait(until: nil)!
+                sessionEnded(s, outcome)
             }
             var r = reply(id: id)
             r.file = paths.part
@@ -211,36 +211,39 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         }
         stateChanged(file: s.partPath)
         let asked = SystemClock.now()
-        guard let result = s.finished.wait(until: deadline) else {
+        guard let outcome = s.finished.wait(until: deadline) else {
             return failure(id, .failed("stopping \(s.partPath) did not finish within \(max(0, deadline - asked) / nanosPerSecond) s; the daemon log has details"))
         }
-        sessionEnded(s, result)
-        switch result {
-        case let .success(path):
-            // Cut short by a failed write: the file is kept, but not all that was asked for.
-            if let e = s.snapshot.storageError { return failure(id, .failed(e)) }
+        sessionEnded(s, outcome)
+        switch outcome {
+        case let .complete(path), let .cutShort(.file(path), .sourceFailed):
             var r = reply(id: id, finished: s)
             r.file = path
             return r
-        case let .failure(e):
-            if let e = s.snapshot.storageError { return failure(id, .failed(e)) }
+        case let .cutShort(_, .writeFailed(e)):
+            // Cut short by a failed write: the file is kept, but not all that was asked for.
+            return failure(id, .failed(e))
+        case let .cutShort(_, .sourceFailed(e)), let .failed(e):
             return failure(id, .failed("recording \(s.partPath) ended with an error: \(e)"))
         }
     }
 
-    private func sessionEnded(_ s: RecordingSession, _ result: Result<String, RecorderFailure>) {
+    private func sessionEnded(_ s: RecordingSession, _ outcome: RecordingOutcome) {
         let changed: Bool = monitor.withLock {
             guard session === s else { return false }
             session = nil
             ending += 1
-            switch result {
-            case let .success(p):
+            switch outcome {
+            case let .complete(p): lastFile = p
+            case let .cutShort(.file(p), reason):
                 lastFile = p
                 // The file is complete, but a source failed (camera unplugged) or the disk filled: say which and why.
-                if let e = s.snapshot.storageError { lastError = e }
-                else if let e = s.snapshot.sourceError { lastError = "\(e); the recording was finished early into \(p)" }
-            case let .failure(e):
-                lastError = e.description
+                switch reason {
+                case let .writeFailed(e): lastError = e
+                case let .sourceFailed(e): lastError = "\(e); the recording was finished early into \(p)"
+                }
+            case let .cutShort(_, .writeFailed(e)), let .cutShort(_, .sourceFailed(e)), let .failed(e):
+                lastError = e
                 // Whatever file the recording left (finished despite the error, or a .part to recover).
                 lastFile = [s.finalPath, s.partPath].first { FileManager.default.fileExists(atPath: $0) } ?? lastFile
             }
@@ -249,16 +252,18 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         guard changed else { return }
         defer { monitor.withLock { ending -= 1; monitor.broadcast() } }
         refreshFreeSpace()
-        switch result {
-        case let .success(p):
+        switch outcome {
+        case let .complete(p), let .cutShort(.file(p), _):
             let snap = s.snapshot
-            if let e = snap.storageError {
+            switch outcome {
+            case let .cutShort(_, .writeFailed(e)):
                 logger.error("recording cut short: \(e)",
                              metadata: RecordingLog.fields(.cutShort, file: p, part: s.partPath, more: ["RECORDING": "\(p)"]))
                 emitError(e, .storage)
-            } else if let e = s.snapshot.sourceError {
+            case let .cutShort(_, .sourceFailed(e)):
                 logger.error("recording \(p) finished early: \(e)", metadata: RecordingLog.fields(.cutShort, file: p, part: s.partPath))
                 emitError("\(e); the recording was finished early into \(p)", .source)
+            default: break
             }
             events.publish(ControlEvent(event: ControlEvent.Kind.finished, file: p, at: SystemClock.now()))
             let segs = snap.segmentDurations.count
@@ -267,14 +272,12 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
                                                         more: ["REEL_SEGMENTS": "\(segs)", "REEL_FRAMES": "\(snap.frames)",
                                                                "REEL_DROPPED_FRAMES": "\(snap.droppedFrames)"]))
             FinishHook.run(s.config.onFinish, file: p, timeoutNs: s.config.onFinishTimeoutNs, logger: logger)
-        case let .failure(e):
-            if let e = s.snapshot.storageError {
-                logger.error("recording cut short: \(e)", metadata: RecordingLog.fields(.failed, file: s.finalPath, part: s.partPath))
-                emitError(e, .storage)
-            } else {
-                logger.error("recording ended with an error: \(e)", metadata: RecordingLog.fields(.failed, file: s.finalPath, part: s.partPath))
-                emitError("recording \(s.partPath) ended with an error: \(e)", .recording)
-            }
+        case let .cutShort(_, .writeFailed(e)):
+            logger.error("recording cut short: \(e)", metadata: RecordingLog.fields(.failed, file: s.finalPath, part: s.partPath))
+            emitError(e, .storage)
+        case let .cutShort(_, .sourceFailed(e)), let .failed(e):
+            logger.error("recording ended with an error: \(e)", metadata: RecordingLog.fields(.failed, file: s.finalPath, part: s.partPath))
+            emitError("recording \(s.partPath) ended with an error: \(e)", .recording)
         }
         stateChanged(file: nil)
     }

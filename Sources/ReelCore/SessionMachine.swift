@@ -1,0 +1,335 @@
+/// The recording pipeline's decisions, from the first frame to the finished file: a pure value-type
+/// state machine over an injected clock, as `Timeline` is for the cuts. The pipeline thread feeds
+/// it what happened (a wake at time T, a request, a frame, a chunk of audio, a source that failed
+/// or ended, a failure) and performs what it returns; it owns the `Timeline` and the frame grid.
+/// No I/O, no threads, no clock: every time is CLOCK_MONOTONIC ns passed in by the caller.
+///
+/// The driver's loop, once per item taken from the queue (or per empty wait of about 20 ms):
+/// `wake(now:lastVideoArrival:)`, then the event (`request`, `video`, `audio` and for each
+/// chunk put in the pending FIFO `audioQueued`, `sourceFailed`, `sourceEnded`), then
+/// `nextAction` until nil; the loop ends after `.finish`. An error while performing an action
+/// goes to `fail`, which ends the recording at once.
+///
+/// The rules:
+/// - Requests. A pause, resume or stop takes effect at the instant it carries (paced: when it was
+///   asked), else at the horizon (unpaced: the media position reached). Accepted, it is published
+///   before the requester is answered, so the requester's next status shows it.
+/// - Paced: each wake tells the timeline that no request can come earlier than now. Video that
+///   has not *arrived* for more than `stallLimit` is stalled: cuts requested up to
+///   `now - stallLimit` resolve at their request instants, so a camera that hangs without an error
+///   holds neither the cuts nor the audio behind them. Judged on arrivals (the capture side's
+///   last handover), never on how far behind the pipeline is: queued frames still cut on the grid.
+/// - Video. A kept frame takes the output frame slot nearest its output time (`FrameSlots`); a
+///   taken slot drops it. Its pts is that slot in the encoder's time base, forced strictly
+///   increasing (each fix counted).
+/// - Audio. Sample numbers count from the source's first chunk; a jump (samples lost) is filled
+///   with silence in place and counted, an overlap is skipped, never duplicated. Audio delivered
+///   but not yet decided may not exceed `audioBacklogLimit` frames: past it the recording fails
+///   (video is not deciding the cuts). Audio alone and unpaced: its media position is the horizon.
+/// - A source that fails is latched once: the recording stops at the horizon and, if the video
+///   source's thread has exited, video has ended there (no frame will resolve the stop). The
+///   recording ends as `.sourceFailed`: cut short, kept up to the failure.
+/// - A file source that ends: the video's end (audio's, without video) stops the recording there;
+///   a shorter audio is completed with silence, a longer one is cut at the stop.
+/// - A failure (an encoder or write error, a failed sync, the audio backlog) ends the recording at
+///   once: nothing more is decided or encoded; the driver finishes what the file holds.
+/// - After each event, in this order: pending audio is decided (keep, drop, silence) until the
+///   timeline can decide no more; the source-failure latch; a status snapshot is published when
+///   the last is `publishInterval` old (the first at once); stop completion: once the stop cut is
+///   resolved the recording finishes when every kept sample has been emitted, or, when the audio
+///   source has exited and the queue was empty at this wake, or `stopGrace` after the stop
+///   resolved, the rest of the kept span is filled with silence and the recording finishes.
+public struct SessionMachine: Sendable {
+    public struct Configuration: Sendable {
+        /// The video frame rate (nil: no video).
+        public var videoFPS: Rational?
+        /// The time base of the video encoder's pts.
+        public var videoTimeBase: Rational
+        public var audio: AudioFormat?
+        /// Live sources on CLOCK_MONOTONIC (false: files and synthetic sources as fast as they go).
+        public var paced: Bool
+        /// Video not arriving for longer than this counts as stalled.
+        public var stallLimit: Nanos = nanosPerSecond
+        /// After the stop resolved, audio silent this long is completed with silence.
+        public var stopGrace: Nanos = 2 * nanosPerSecond
+        /// Status is published at most this often (and on every accepted request).
+        public var publishInterval: Nanos = 100_000_000
+        /// Frames of audio that may wait for video to decide the cuts (the pending FIFO's size).
+        public var audioBacklogLimit: Int
+
+        public init(videoFPS: Rational?, videoTimeBase: Rational = Rational(1, 90_000), audio: AudioFormat?, paced: Bool) {
+            self.videoFPS = videoFPS
+            self.videoTimeBase = videoTimeBase
+            self.audio = audio
+            self.paced = paced
+            audioBacklogLimit = (audio?.sampleRate ?? 1) * 10
+        }
+    }
+
+    /// Why a recording ended before its stop: it ends at once, nothing more is encoded.
+    public enum Failure: Error, Equatable, Sendable, CustomStringConvertible {
+        /// More audio than the backlog limit waited for video to decide the cuts.
+        case audioBacklog(seconds: Int)
+        /// The file could not be written or synced: what the system said (the driver keeps what it can).
+        case write(String)
+        /// An encoder, converter or muxer error.
+        case pipeline(String)
+
+        public var description: String {
+            switch self {
+            case let .audioBacklog(s): return "audio backlog exceeded \(s) s waiting for video to decide the cuts (is the camera delivering?)"
+            case let .write(m), let .pipeline(m): return m
+            }
+        }
+    }
+
+    /// How the pipeline ended.
+    public enum Ending: Equatable, Sendable {
+        /// The stop resolved and every kept sample was emitted.
+        case complete
+        /// A source failed (device gone): the recording was stopped there and finished.
+        case sourceFailed(String)
+        /// Ended at once; the file holds what was written before.
+        case failed(Failure)
+    }
+
+    public enum VideoDecision: Equatable, Sendable {
+        /// Encode the frame with this pts (in `videoTimeBase`).
+        case encode(pts: Int64)
+        case drop
+    }
+
+    /// What to put in the pending FIFO for one delivered chunk, in this order: `silence` frames
+    /// for samples the source lost (captured from `silenceTime`), then the chunk's frames from
+    /// `skip` on, `frames` of them (captured from `time`).
+    public struct AudioIntake: Equatable, Sendable {
+        public var silence: Int
+        public var silenceTime: Nanos
+        public var skip: Int
+        public var frames: Int
+        public var time: Nanos
+    }
+
+    public enum Action: Equatable, Sendable {
+        /// Encode the next `n` pending samples (per channel).
+        case encodeAudio(Int)
+        /// Discard the next `n` pending samples.
+        case dropAudio(Int)
+        /// Encode `n` samples of silence that the kept span needs before the source's first sample.
+        case encodeSilence(Int)
+        /// A source failed (the message names it): the recording is being stopped.
+        case stopForSourceFailure(String)
+        /// Publish a status snapshot (`progress`).
+        case publish
+        /// The audio source delivers nothing more: encode `n` samples of silence to complete the
+        /// recorded span (n > 0 is worth a warning), then the recording finishes.
+        case completeWithSilence(Int)
+        /// The pipeline is done: finish the file. Nothing follows.
+        case finish(Ending)
+    }
+
+    /// What status shows of the recording; the driver adds what only it knows (bytes written,
+    /// the audio peak, frames its sources dropped).
+    public struct Progress: Equatable, Sendable {
+        public var phase: Timeline.Phase
+        public var stopping: Bool
+        public var segmentDurations: [Nanos]
+        public var recordedNs: Nanos
+        public var frames: Int64
+        /// Frames dropped here: capture time not increasing, or frame slot taken.
+        public var droppedFrames: Int64
+        public var audioSamples: Int64
+        public var audioFilledSamples: Int64
+        public var timestampFixes: Int
+        public var sourceError: String?
+    }
+
+    public let configuration: Configuration
+    public private(set) var timeline: Timeline
+    private var slots: FrameSlots?
+    private var lastVideoPts = Int64.min
+    private var ptsFixes = 0
+    private var lastKeptOutput: Nanos?
+    /// Frames given to the encoder.
+    public private(set) var framesEncoded: Int64 = 0
+    private var audioFirstSample: Int64?
+    /// Source samples taken in (delivered, and lost ones filled with silence).
+    private var audioReceived: Int64 = 0
+    /// Source samples lost and filled with silence.
+    public private(set) var audioFilled: Int64 = 0
+    /// Frames in the pending FIFO (queued, not yet kept or dropped).
+    public private(set) var audioPending = 0
+    private var sourceFailure: String?
+    private var sourceFailureHandled = false
+    private var failure: Failure?
+    private var lastPublish: Nanos?
+    private var stopResolvedAt: Nanos?
+    private enum Stage { case drain, latch, publish, stop, finishing(Ending), waiting, ended }
+    private var stage = Stage.drain
+    /// True once `.finish` was returned: the driver's loop is over.
+    public var isEnded: Bool { if case .ended = stage { return true }; return false }
+
+    /// - Parameters:
+    ///   - start: the instant recording starts (the start cut resolves on the next frame).
+    ///   - schedule: requests at fixed times after `start` (one-shot recordings).
+    public init(_ configuration: Configuration, start: Nanos, schedule: [(Timeline.Request, Nanos)] = []) {
+        self.configuration = configuration
+        timeline = Timeline(start: start, hasVideo: configuration.videoFPS != nil, audio: configuration.audio)
+        for (r, at) in schedule { _ = try? timeline.request(r, at: start + at) }
+        slots = configuration.videoFPS.map { FrameSlots(fps: $0) }
+    }
+
+    // MARK: Events
+
+    /// The driver woke at `now` (an item was taken from the queue, or the wait timed out);
+    /// `lastVideoArrival` is when the capture side last handed over a frame.
+    public mutating func wake(now: Nanos, lastVideoArrival: Nanos) {
+        if case .ended = stage { return }
+        stage = .drain
+        guard configuration.paced else { return }
+        timeline.advance(to: now)
+        if configuration.videoFPS != nil, now - lastVideoArrival > configuration.stallLimit {
+            timeline.videoStalled(upTo: now - configuration.stallLimit)
+        }
+    }
+
+    /// A pause, resume or stop, at the instant it was asked (nil: at the media position reached).
+    /// Accepted: publish a snapshot, then answer.
+    public mutating func request(_ r: Timeline.Request, at t: Nanos?) -> Result<Timeline.Phase, Timeline.RequestError> {
+        do { return .success(try timeline.request(r, at: t ?? timeline.horizon)) } catch { return .failure(error) }
+    }
+
+    /// A video frame captured at `time`.
+    public mutating func video(at time: Nanos) -> VideoDecision {
+        guard case let .keep(out) = timeline.video(at: time), let fps = configuration.videoFPS else { return .drop }
+        // The output frame slot nearest the capture time: a camera's timestamps jitter, so they
+        // are snapped to the frame grid; a frame whose slot is taken is dropped (see FrameSlots).
+        guard let slot = slots?.place(out) else { return .drop }
+        let tb = configuration.videoTimeBase
+        var pts = rescale(slot, tb.den * fps.den, fps.num * tb.num)
+        if pts <= lastVideoPts { pts = lastVideoPts + 1; ptsFixes += 1 }
+        lastVideoPts = pts
+        lastKeptOutput = out
+        framesEncoded += 1
+        return .encode(pts: pts)
+    }
+
+    /// A chunk of `frames` audio frames whose first is source sample `sample`, captured at `time`.
+    public mutating func audio(frames: Int, sample: Int64, time: Nanos) -> AudioIntake {
+        if audioFirstSample == nil { audioFirstSample = sample }
+        let rel = sample - audioFirstSample!
+        let gap = Int(max(0, rel - audioReceived))  // samples the source lost
+        audioReceived += Int64(gap); audioFilled += Int64(gap)
+        let skip = Int(min(Int64(frames), max(0, audioReceived - rel)))  // overlap: never expected
+        let kept = frames - skip
+        audioReceived += Int64(kept)
+        let fmt = configuration.audio!
+        if kept > 0, configuration.videoFPS == nil, !configuration.paced {
+            timeline.advance(to: time + fmt.sampleTime(Int64(frames)))
+        }
+        return AudioIntake(silence: gap, silenceTime: time, skip: skip, frames: kept, time: time + fmt.sampleTime(Int64(skip)))
+    }
+
+    /// `frames` frames are about to go into the pending FIFO (after resampling, if any), the first
+    /// at `captureTime`. Throws, and ends the recording, when they would exceed the backlog.
+    public mutating func audioQueued(frames: Int, captureTime: Nanos) throws(Failure) {
+        guard audioPending + frames <= configuration.audioBacklogLimit else {
+            throw fail(.audioBacklog(seconds: configuration.audioBacklogLimit / (configuration.audio?.sampleRate ?? 1)))
+        }
+        audioPending += frames
+        timeline.audioArrived(count: frames, captureTime: captureTime)
+    }
+
+    /// A source failed and stopped (device gone, read error); `message` names it.
+    public mutating func sourceFailed(_ message: String) {
+        sourceFailure = message
+    }
+
+    /// A file source has nothing more: its media ends at `at`. Returns whether that ends the
+    /// recording (the video's end, or the audio's without video); a shorter audio does not.
+    public mutating func sourceEnded(at: Nanos, isVideo: Bool) -> Bool {
+        guard isVideo || configuration.videoFPS == nil else { return false }
+        if timeline.phase != .stopped { _ = try? timeline.request(.stop, at: at) }
+        if isVideo { timeline.videoEnded(at: at) } else { timeline.advance(to: at) }
+        return true
+    }
+
+    /// Performing an action failed: the recording ends at once. The first failure is the one
+    /// reported. Returns it.
+    @discardableResult
+    public mutating func fail(_ f: Failure) -> Failure {
+        if failure == nil { failure = f }
+        return failure!
+    }
+
+    /// The next thing to do after an event; nil when nothing more until the next wake. `now` is the
+    /// driver's clock after the event; `queueWasEmpty`: the wake found no event;
+    /// `sourceExited(video)`: whether that source's capture thread has exited (asked only when needed).
+    public mutating func nextAction(now: Nanos, queueWasEmpty: Bool, sourceExited: (_ video: Bool) -> Bool) -> Action? {
+        if let failure, !isEnded { stage = .ended; return .finish(.failed(failure)) }
+        while true {
+            switch stage {
+            case .drain:
+                if let a = timeline.nextAudioAction() {
+                    switch a {
+                    case let .keep(n): audioPending -= n; return .encodeAudio(n)
+                    case let .drop(n): audioPending -= n; return .dropAudio(n)
+                    case let .silence(n): return .encodeSilence(n)
+                    }
+                }
+                stage = .latch
+            case .latch:
+                stage = .publish
+                if let msg = sourceFailure, !sourceFailureHandled {
+                    sourceFailureHandled = true
+                    if timeline.phase != .stopped { _ = try? timeline.request(.stop, at: timeline.horizon) }
+                    // A video source that failed delivers no frame to resolve cuts on.
+                    if configuration.videoFPS != nil, sourceExited(true) { timeline.videoEnded(at: timeline.horizon) }
+                    return .stopForSourceFailure(msg)
+                }
+            case .publish:
+                stage = .stop
+                if lastPublish.map({ now - $0 >= configuration.publishInterval }) ?? true {
+                    lastPublish = now
+                    return .publish
+                }
+            case .stop:
+                guard timeline.isStopResolved else { stage = .waiting; return nil }
+                if stopResolvedAt == nil { stopResolvedAt = now }
+                let ending: Ending = sourceFailure.map { .sourceFailed($0) } ?? .complete
+                if timeline.isFinished { stage = .ended; return .finish(ending) }
+                let audioDone = queueWasEmpty && (configuration.audio == nil || sourceExited(false))
+                guard audioDone || now - stopResolvedAt! > configuration.stopGrace else { stage = .waiting; return nil }
+                stage = .finishing(ending)
+                return .completeWithSilence(timeline.silenceToFinish())
+            case let .finishing(ending):
+                stage = .ended
+                return .finish(ending)
+            case .waiting, .ended:
+                return nil
+            }
+        }
+    }
+
+    // MARK: State
+
+    /// The status of the recording so far.
+    public var progress: Progress {
+        var recorded: Nanos = 0
+        if let out = lastKeptOutput, let fps = configuration.videoFPS {
+            recorded = out + rescale(1, nanosPerSecond * fps.den, fps.num)
+        }
+        if let f = configuration.audio { recorded = max(recorded, f.sampleTime(timeline.audioOutput)) }
+        var durations: [Nanos] = []
+        var closed: Nanos = 0
+        for seg in timeline.segments {
+            if let end = seg.end { durations.append(end - seg.begin); closed += end - seg.begin }
+            else { durations.append(max(0, recorded - closed)) }
+        }
+        return Progress(phase: timeline.phase, stopping: timeline.phase == .stopped, segmentDurations: durations,
+                        recordedNs: recorded, frames: framesEncoded,
+                        droppedFrames: Int64(timeline.videoNonMonotonic) + Int64(slots?.collisions ?? 0),
+                        audioSamples: timeline.audioOutput, audioFilledSamples: audioFilled,
+                        timestampFixes: ptsFixes + timeline.videoOutputFixes, sourceError: sourceFailure)
+    }
+}

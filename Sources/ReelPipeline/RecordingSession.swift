@@ -502,6 +502,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
                 try mux.finish()
                 closeSyncer()  // the trailer is on disk before the name says the file is complete
                 if !takeSyncFailure() {
+                    // ftyp, mdat, moov; on failure (logged) the fragmented file, which plays, is kept.
+                    Storage.finishMP4(partPath, logger: logger)
                     if rename(partPath, finalPath) != 0 {
                         throw RecorderFailure("cannot rename \(partPath) to \(finalPath): \(Errno.current)")
                     }

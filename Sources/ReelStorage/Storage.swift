@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Logging
 import ReelCore
+import ReelMedia
 import ReelSystem
 
 /// Free space and crash recovery for the output directory.
@@ -49,8 +50,25 @@ public enum Storage {
         return sawMoov ? end : nil
     }
 
-    /// Makes every `*.mp4.part` in `dir` playable (truncated to its complete boxes) and renames
-    /// it to `*.mp4` (or `*-recovered-N.mp4` if that exists). Returns the files made.
+    /// Makes the fragmented `path` a standard MP4 (ftyp, mdat, moov: `MP4Finisher`), or leaves a file
+    /// already finished as it is. A failure leaves the fragmented file, which plays: logged, not thrown.
+    @discardableResult
+    public static func finishMP4(_ path: String, logger: Logger) -> Bool {
+        let started = SystemClock.now()
+        do {
+            let r = try MP4Finisher.finish(path: path)
+            let took = (SystemClock.now() - started) / 1_000_000
+            if r.alreadyFinished { logger.info("\(path) is already a finished MP4") }
+            else { logger.info("finished \(path) as a standard MP4 (\(r.fragments) fragments, \(r.samples) samples, a \(r.moovBytes)-byte moov) in \(took) ms") }
+            return true
+        } catch {
+            logger.error("\(error)", metadata: ["RECORDING": "\(path)"])
+            return false
+        }
+    }
+
+    /// Makes every `*.mp4.part` in `dir` playable (truncated to its complete boxes), finishes it
+    /// (`finishMP4`) and renames it to `*.mp4` (or `*-recovered-N.mp4` if that exists). Returns the files made.
     @discardableResult
     public static func recoverPartFiles(in dir: String, logger: Logger) -> [String] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return [] }
@@ -70,6 +88,8 @@ public enum Storage {
                 if truncate(part, off_t(keep)) != 0 {
                     throw RecorderFailure("cannot truncate \(part): \(Errno.current)")
                 }
+                // A standard MP4 like a recording stopped normally (or already one: a crash after finishing).
+                finishMP4(part, logger: logger)
                 let stem = String(name.dropLast(".mp4.part".count))
                 var target = "\(dir)/\(stem).mp4"
                 var k = 1

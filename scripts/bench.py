@@ -10,7 +10,10 @@ alternately, ROUNDS times each:
 Printed: median wall time, CPU seconds and peak RSS of each, and the ratios. Then the control
 socket: round-trip p50/p99 over 1000 `status` requests while recording 720p30 (paced). And
 what the default fsync policy costs (BENCH_FSYNC=0 skips it; BENCH_FSYNC_DIR puts its output
-on the disk to measure, default the temp dir).
+on the disk to measure, default the temp dir). And finishing a long recording (BENCH_FINISH_HOURS,
+default 1; 0 skips it): the fragments of a 20 s 720p recording repeated to an hour (tfdt moved on),
+finished by reeld's start-up recovery; the finisher's time, and ffprobe's open + seek to the
+middle on the fragmented vs the finished file.
 
 This is a benchmark, not a test: targets are printed beside the measurements, never asserted.
 """
@@ -20,6 +23,7 @@ import os
 import shutil
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -127,6 +131,116 @@ def bench_fsync(bindir, size="1280x720"):
           f"CPU {med['fragment'][1] / med['none'][1] - 1:+.1%}; syncs: {'; '.join(syncs[:ROUNDS])}")
 
 
+def _boxes(d, a, b):
+    o = a
+    while o + 8 <= b:
+        n, t = struct.unpack(">I4s", d[o:o + 8])
+        h = 8
+        if n == 1:
+            n, h = struct.unpack(">Q", d[o + 8:o + 16])[0], 16
+        if n < h or o + n > b:
+            return
+        yield t.decode("latin-1"), o, o + h, o + n
+        o += n
+
+
+def long_fragmented_file(src, dst, hours):
+    """Writes dst: src's header and moov, then src's moof/mdat pairs over and over until `hours` of
+    media, each copy's tfdt moved on by the track's duration in src (the media bytes are copied)."""
+    d = open(src, "rb").read()
+    top = list(_boxes(d, 0, len(d)))
+    first = next(o for t, o, _, _ in top if t == "moof")
+    pairs = [(o, e) for (t, o, _, e), nxt in zip(top, top[1:] + [("", 0, 0, 0)]) if t == "moof" and nxt[0] == "mdat"]
+    pairs = [(o, next(e2 for t2, o2, _, e2 in top if o2 == e)) for o, e in pairs]
+    tfdts = []   # (offset of the tfdt's value, version, track)
+    timescale_ends = {}
+    for o, e in pairs:
+        for t, _, bo, be in _boxes(d, o, e):
+            if t != "moof":
+                continue
+            for t1, _, b1, e1 in _boxes(d, bo, be):
+                if t1 != "traf":
+                    continue
+                track, default_dur, start, total = None, 0, 0, 0
+                for t2, _, b2, e2 in _boxes(d, b1, e1):
+                    if t2 == "tfhd":
+                        flags = struct.unpack(">I", d[b2:b2 + 4])[0] & 0xFFFFFF
+                        track = struct.unpack(">I", d[b2 + 4:b2 + 8])[0]
+                        p = b2 + 8 + (8 if flags & 1 else 0) + (4 if flags & 2 else 0)
+                        if flags & 8:
+                            default_dur = struct.unpack(">I", d[p:p + 4])[0]
+                    elif t2 == "tfdt":
+                        v = d[b2]
+                        start = struct.unpack(">Q" if v == 1 else ">I", d[b2 + 4:b2 + (12 if v == 1 else 8)])[0]
+                        tfdts.append((b2 + 4, v, track))
+                    elif t2 == "trun":
+                        flags = struct.unpack(">I", d[b2:b2 + 4])[0] & 0xFFFFFF
+                        n = struct.unpack(">I", d[b2 + 4:b2 + 8])[0]
+                        p = b2 + 8 + (4 if flags & 1 else 0) + (4 if flags & 4 else 0)
+                        per = sum(4 for bit in (0x100, 0x200, 0x400, 0x800) if flags & bit)
+                        for i in range(n):
+                            total += struct.unpack(">I", d[p + i * per:p + i * per + 4])[0] if flags & 0x100 else default_dur
+                timescale_ends[track] = max(timescale_ends.get(track, 0), start + total)
+    span = timescale_ends
+    src_seconds = float(SECONDS)
+    copies = max(1, int(hours * 3600 / src_seconds))
+    body = bytearray(d[pairs[0][0]:pairs[-1][1]])
+    base = pairs[0][0]
+    with open(dst, "wb") as f:
+        f.write(d[:first])
+        for k in range(copies):
+            for off, v, track in tfdts:
+                i = off - base
+                if v == 1:
+                    old = struct.unpack(">Q", d[off:off + 8])[0]
+                    body[i:i + 8] = struct.pack(">Q", old + k * span[track])
+                else:
+                    old = struct.unpack(">I", d[off:off + 4])[0]
+                    body[i:i + 4] = struct.pack(">I", old + k * span[track])
+            f.write(body)
+    return copies * len(pairs), copies * src_seconds
+
+
+def bench_finish(bindir, hours, size="1280x720"):
+    y422, _, wav = inputs(size)
+    out = tempfile.mkdtemp(prefix="reel-finish-", dir=os.environ.get("BENCH_FSYNC_DIR"))
+    src = os.path.join(out, "src.mp4")
+    # The fragmented file as recorded: reeld record stopped (test hook) before finishing it.
+    p = subprocess.run([os.path.join(bindir, "reeld"), "record", "--unpaced", "--preset", "veryfast",
+                        "--video", f"y4m:{y422}", "--audio", f"wav:{wav}", "--output", src],
+                       env=dict(os.environ, REEL_TEST_FINISH_STOP_AFTER="parse"), capture_output=True, text=True)
+    if p.returncode != 99 or not os.path.exists(src + ".part"):
+        raise SystemExit(f"bench_finish: reeld record did not stop before finishing ({p.returncode}): {p.stderr[-2000:]}")
+    recdir = os.path.join(out, "rec")
+    os.mkdir(recdir)
+    part = os.path.join(recdir, "long.mp4.part")
+    fragments, seconds = long_fragmented_file(src + ".part", part, hours)
+    fragmented = os.path.join(out, "long-fragmented.mp4")
+    shutil.copyfile(part, fragmented)
+    size_gb = os.path.getsize(part) / 1e9
+    r = Reeld(bindir, {"output-dir": recdir}, "bench-finish")
+    log = r.log_tail()
+    r.terminate(timeout=10)
+    r.close(keep=False)
+    took = [line for line in log.splitlines() if "as a standard MP4" in line]
+    finished = os.path.join(recdir, "long.mp4")
+
+    def open_seek(path):
+        ts = []
+        for _ in range(3):
+            t0 = time.monotonic()
+            subprocess.run(["ffprobe", "-v", "error", "-read_intervals", f"{seconds / 2:.0f}%+#1", "-select_streams", "v",
+                            "-show_entries", "packet=pts", "-of", "csv=p=0", path], check=True, capture_output=True)
+            ts.append(time.monotonic() - t0)
+        return statistics.median(ts)
+    frag_s, fin_s = open_seek(fragmented), open_seek(finished)
+    print(f"\nfinishing {seconds / 3600:.2f} h of {size} ({fragments} fragments, {size_gb:.2f} GB), finished by reeld's start-up recovery:")
+    print(f"  {took[0].split('standard MP4 ', 1)[-1] if took else 'NOT FINISHED: ' + log[-500:]}  (target < 1 s)")
+    print(f"  ffprobe open + seek to the middle: fragmented {frag_s * 1000:.0f} ms, finished {fin_s * 1000:.0f} ms: "
+          f"{frag_s / fin_s:.1f}x faster finished (files in the page cache)")
+    shutil.rmtree(out, ignore_errors=True)
+
+
 def bench_control(bindir):
     r = Reeld(bindir, {"size": "1280x720", "fps": "30"}, "bench")
     try:
@@ -203,6 +317,9 @@ def main():
     if os.environ.get("BENCH_FSYNC", "1") == "1":
         bench_fsync(bindir)
     bench_control(bindir)
+    hours = float(os.environ.get("BENCH_FINISH_HOURS", "1"))
+    if hours > 0:
+        bench_finish(bindir, hours)
     seconds = int(os.environ.get("BENCH_DRIFT_SECONDS", "3600"))
     if seconds > 0:
         print(f"\nA/V over {seconds} s of source time (unpaced 320x180, a 5 s pause every 30 s), checked by reelctl verify:")

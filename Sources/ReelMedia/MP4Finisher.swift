@@ -167,6 +167,7 @@ private struct Run {
         }
         guard let moov = moovBytes else { throw fail("no complete moov box after the placeholder") }
         let built = try build(moov: moov, moofs: moofs, dataEnd: dataEnd)
+        guard built.samples > 0 else { throw fail("it holds no complete fragment (no samples)") }
         result.fragments = moofs.count
         result.samples = built.samples
         result.moovOffset = dataEnd
@@ -177,8 +178,14 @@ private struct Run {
         if fileSize > dataEnd, ftruncate(fd, off_t(dataEnd)) != 0 {
             throw fail("cannot cut it back to its last complete fragment (\(dataEnd) bytes): \(Errno.current)")
         }
-        try write(built.moov, at: dataEnd)
-        try sync()
+        do {
+            try write(built.moov, at: dataEnd)
+            try sync()
+        } catch {
+            // A moov written in part (a full disk) would be a box cut short at the end: cut it off.
+            _ = ftruncate(fd, off_t(dataEnd))
+            throw error
+        }
         result.lastStep = .moov
         if stop(.moov, stopAfter) { return result }
 

@@ -21,6 +21,12 @@ final class MP4FinisherTests: XCTestCase {
         try assertStandardLayout(path, file: file, line: line)
         assertSamePackets(try packets(path), try packets(fragmented), lastAudioDuration: written.audioPackets.last!.duration, file: file, line: line)
         XCTAssertEqual(try startTimes(path), ["video": "0.000000", "audio": "0.000000"], file: file, line: line)
+        // Durations from the moov (the fragmented file has none but what FFmpeg sums up reading it all).
+        let s = try probe(path, ["-show_entries", "stream=codec_type,duration:format=duration"])
+        let durations = Dictionary(uniqueKeysWithValues: (s["streams"] as! [[String: Any]]).map { ($0["codec_type"] as! String, Double($0["duration"] as! String)!) })
+        XCTAssertEqual(durations["video"], 4.0, "video: 4 s", file: file, line: line)
+        XCTAssertEqual(durations["audio"] ?? 0, 4.0, accuracy: 1024.0 / Double(rate), "audio: 4 s", file: file, line: line)
+        XCTAssertEqual(Double((s["format"] as! [String: Any])["duration"] as! String)!, 4.0, accuracy: 1024.0 / Double(rate), file: file, line: line)
         try assertDecodesClean(path, file: file, line: line)
         try assertGStreamerSameFrames(path, fragmented, rate: rate, channels: channels, file: file, line: line)
 

@@ -220,7 +220,9 @@ def bench_finish(bindir, hours, size="1280x720"):
     size_gb = os.path.getsize(part) / 1e9
     r = Reeld(bindir, {"output-dir": recdir}, "bench-finish")
     log = r.log_tail()
-    r.terminate(timeout=10)
+    t0 = time.monotonic()
+    r.terminate(timeout=120)
+    print(f"  (reeld exited {time.monotonic() - t0:.1f} s after SIGTERM)")
     r.close(keep=False)
     took = [line for line in log.splitlines() if "as a standard MP4" in line]
     finished = os.path.join(recdir, "long.mp4")

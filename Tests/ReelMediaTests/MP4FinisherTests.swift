@@ -123,9 +123,36 @@ final class MP4FinisherTests: XCTestCase {
         XCTAssertEqual(try packets(path), try packets(small), "the same packets as the same file finished without the hole")
     }
 
+    /// Durations past 32 bits (here a movie timescale of 2e9, so 4 s is 8e9 ticks): version-1 mvhd,
+    /// tkhd and elst, read back with every packet as in the same file finished with 90 kHz.
+    func testLongDurationsUseVersion1Headers() throws {
+        let path = tempPath("v1.mp4"), reference = path + ".reference"
+        try writeTestFile(path: path, fps: Rational(30), rate: 48000, channels: 1, seconds: 4)
+        try FileManager.default.copyItem(atPath: path, toPath: reference)
+        try MP4Finisher.finish(path: reference)
+        var d = try Data(contentsOf: URL(fileURLWithPath: path))
+        let moov = try topLevelBoxes(d).first { $0.type == "moov" }!.offset
+        let mvhd = try XCTUnwrap(d.range(of: Data("mvhd".utf8), in: moov..<(moov + 64))).lowerBound
+        XCTAssertEqual(d[mvhd + 4], 0, "the writer's mvhd is version 0")
+        let ts = mvhd + 4 + 12
+        XCTAssertEqual(d[ts..<(ts + 4)].reduce(0) { $0 << 8 | Int($1) }, 90_000)
+        d.replaceSubrange(ts..<(ts + 4), with: [0x77, 0x35, 0x94, 0x00])   // 2_000_000_000
+        try d.write(to: URL(fileURLWithPath: path))
+        try MP4Finisher.finish(path: path)
+        let l = try walk(path)
+        XCTAssertEqual(l.versions["mvhd"], [1], "\(l.versions)")
+        XCTAssertEqual(l.versions["tkhd"], [1, 1], "\(l.versions)")
+        XCTAssertEqual(l.versions["elst"], [1, 1], "\(l.versions)")
+        XCTAssertEqual(l.versions["mdhd"], [0, 0], "media durations still fit 32 bits: \(l.versions)")
+        XCTAssertEqual(try packets(path), try packets(reference))
+        let f = try probe(path, ["-show_entries", "format=duration"])["format"] as! [String: Any]
+        XCTAssertEqual(Double(f["duration"] as! String)!, 4.0, accuracy: 0.03)
+        try assertDecodesClean(path)
+    }
+
     // MARK: - Independent checks
 
-    struct Layout { var top: [String] = []; var mdatHeaderLength = 0; var moovBoxes: [String] = [] }
+    struct Layout { var top: [String] = []; var mdatHeaderLength = 0; var moovBoxes: [String] = []; var versions: [String: [UInt8]] = [:] }
 
     /// Top-level boxes and every box type inside moov, read with this test's own walker.
     func walk(_ path: String) throws -> Layout {
@@ -154,6 +181,7 @@ final class MP4FinisherTests: XCTestCase {
                         let t = String(decoding: m[(p + 4)..<(p + 8)], as: UTF8.self)
                         guard s >= 8, p + s <= b else { return }
                         layout.moovBoxes.append(t)
+                        if ["mvhd", "tkhd", "mdhd", "elst"].contains(t) { layout.versions[t, default: []].append(m[p + 8]) }
                         if ["trak", "mdia", "minf", "stbl", "edts", "mvex"].contains(t) { inner(p + 8, p + s) }
                         p += s
                     }

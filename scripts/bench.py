@@ -7,6 +7,7 @@ alternately, ROUNDS times each:
   reel:   reeld record --unpaced --preset veryfast --video y4m:in.y4m --audio wav:in.wav
   ffmpeg: ffmpeg -i in.y4m -i in.wav -c:v libx264 -preset veryfast -pix_fmt yuv420p -c:a aac
   x264:   x264 --preset veryfast on the same frames already in I420 (video only)
+  reel-noaudio: reel with --audio none (what the audio path costs is reel's time over this one)
 Printed: median wall time, CPU seconds and peak RSS of each, and the ratios. Then the control
 socket: round-trip p50/p99 over 1000 `status` requests while recording 720p30 (paced). And
 what the default fsync policy costs (BENCH_FSYNC=0 skips it; BENCH_FSYNC_DIR puts its output
@@ -81,6 +82,8 @@ def bench_size(bindir, size):
         "ffmpeg": lambda i: ["ffmpeg", "-v", "error", "-y", "-i", y422, "-i", wav, "-c:v", "libx264",
                              "-preset", "veryfast", "-pix_fmt", "yuv420p", "-c:a", "aac", f"{out}/ffmpeg{i}.mp4"],
         "x264": lambda i: ["x264", "--quiet", "--preset", "veryfast", "-o", f"{out}/x264{i}.264", y420],
+        "reel-noaudio": lambda i: [os.path.join(bindir, "reeld"), "record", "--unpaced", "--preset", "veryfast",
+                                   "--video", f"y4m:{y422}", "--audio", "none", "--output", f"{out}/reelna{i}.mp4"],
     }
     results = {k: [] for k in cmds}
     for i in range(ROUNDS):
@@ -90,13 +93,16 @@ def bench_size(bindir, size):
     med = {k: tuple(statistics.median(r[j] for r in v) for j in range(3)) for k, v in results.items()}
     frames = SECONDS * 30
     print(f"\n{size}, {SECONDS} s at 30 fps ({frames} frames), median of {ROUNDS}:")
-    print(f"  {'':8} {'wall s':>8} {'fps':>8} {'CPU s':>8} {'peak RSS MiB':>13}")
+    print(f"  {'':12} {'wall s':>8} {'fps':>8} {'CPU s':>8} {'peak RSS MiB':>13}")
     for k, (wall, cpu, rss) in med.items():
-        print(f"  {k:8} {wall:8.2f} {frames / wall:8.1f} {cpu:8.2f} {rss:13.1f}")
+        print(f"  {k:12} {wall:8.2f} {frames / wall:8.1f} {cpu:8.2f} {rss:13.1f}")
     r, f, x = med["reel"], med["ffmpeg"], med["x264"]
     print(f"  throughput reel/ffmpeg {f[0] / r[0]:.2f}x (target >= 1.25 at 720p), "
           f"reel/x264 {x[0] / r[0]:.2f}x (target >= 0.95 at 720p); "
           f"peak RSS reel/ffmpeg {r[2] / f[2]:.2f} (target <= 1.00)")
+    ratios = sorted(results["x264"][i][0] / results["reel"][i][0] for i in range(ROUNDS))
+    print(f"  reel/x264 per round: {', '.join(f'{q:.2f}' for q in ratios)} (target >= 0.98 at 720p, issue 11); "
+          f"audio path: reel {r[0] / med['reel-noaudio'][0] - 1:+.1%} wall over reel --audio none")
     return med
 
 

@@ -100,18 +100,12 @@ private struct Run {
         }
     }
 
-    /// A top-level box's header at `offset`: type, size (0 when it runs to the end), header length.
-    func header(_ offset: Int64, fileSize: Int64) throws -> (type: String, size: Int64, headerLength: Int)? {
-        guard offset + 8 <= fileSize else { return nil }
-        let h = try read(offset, 16)
-        guard h.count >= 8 else { return nil }
-        var size = Int64(be32(h, 0))
-        var hl = 8
-        if size == 1 {
-            guard h.count >= 16 else { return nil }
-            size = Int64(bitPattern: be64(h, 8)); hl = 16
-        } else if size == 0 { size = fileSize - offset }
-        return (fourCC(h, 4), size, hl)
+    /// A top-level box's header at `offset`: type, size (a box that runs to the end, size 0, gets
+    /// its true size), header length.
+    func header(_ offset: Int64, fileSize: Int64) throws -> MP4BoxHeader? {
+        guard offset + 8 <= fileSize, var h = MP4BoxHeader(try read(offset, 16)) else { return nil }
+        if h.size == 0 { h.size = fileSize - offset }
+        return h
     }
 
     func stop(_ step: Step, _ stopAfter: Step?) -> Bool {
@@ -201,6 +195,27 @@ private struct Run {
 }
 
 // MARK: - Boxes
+
+/// A box header as it starts the first 8 or 16 bytes given: type, size (0: the box runs to the end
+/// of the file; a 64-bit size read when the 32-bit one is 1) and header length. nil when the bytes
+/// are too few. Recovery (`Storage.playablePrefix`) and the finisher both walk boxes with it.
+public struct MP4BoxHeader: Sendable, Equatable {
+    public var type: String
+    public var size: Int64
+    public var headerLength: Int
+
+    public init?(_ b: [UInt8]) {
+        guard b.count >= 8 else { return nil }
+        type = fourCC(b, 4)
+        size = Int64(be32(b, 0))
+        headerLength = 8
+        if size == 1 {
+            guard b.count >= 16 else { return nil }
+            size = Int64(bitPattern: be64(b, 8))
+            headerLength = 16
+        }
+    }
+}
 
 private func be16(_ b: [UInt8], _ o: Int) -> UInt16 { UInt16(b[o]) << 8 | UInt16(b[o + 1]) }
 private func be32(_ b: [UInt8], _ o: Int) -> UInt32 {

@@ -29,24 +29,14 @@ public enum Storage {
         var offset: Int64 = 0
         var end: Int64 = 0
         var sawMoov = false
-        var lastType = ""
         while offset + 8 <= size {
             try h.seek(toOffset: UInt64(offset))
-            guard let head = try h.read(upToCount: 16), head.count >= 8 else { break }
-            let b = [UInt8](head)
-            var boxSize = Int64(b[0]) << 24 | Int64(b[1]) << 16 | Int64(b[2]) << 8 | Int64(b[3])
-            let type = String(decoding: b[4..<8], as: UTF8.self)
-            if boxSize == 1 {
-                guard b.count >= 16 else { break }
-                boxSize = b[8..<16].reduce(Int64(0)) { $0 << 8 | Int64($1) }
-            }
-            guard boxSize >= 8, offset + boxSize <= size else { break }  // size 0 (to end) or cut short
-            offset += boxSize
-            if type == "moov" { sawMoov = true }
-            lastType = type
-            if type != "moof" { end = offset }
+            guard let head = try h.read(upToCount: 16), let box = MP4BoxHeader([UInt8](head)) else { break }
+            guard box.size >= 8, offset + box.size <= size else { break }  // size 0 (to end) or cut short
+            offset += box.size
+            if box.type == "moov" { sawMoov = true }
+            if box.type != "moof" { end = offset }
         }
-        _ = lastType
         return sawMoov ? end : nil
     }
 

@@ -93,7 +93,9 @@ private struct Run {
         }
     }
 
-    func sync() throws {
+    /// Syncs what `step` wrote (REEL_TEST_FINISH_HOLD stops here first, the step written, not synced).
+    func sync(_ step: Step) throws {
+        if TestHooks.finishHold == step.rawValue { TestHooks.holdForever(step.rawValue) }
         if Sys.eintrSafe({ fdatasync(fd) }) != 0 {
             let e = errno
             throw MediaError("cannot finish '\(path)': fdatasync: \(Errno.text(e)) (the disk failed? the file stays fragmented and plays)", systemError: e)
@@ -174,7 +176,7 @@ private struct Run {
         }
         do {
             try write(built.moov, at: dataEnd)
-            try sync()
+            try sync(.moov)
         } catch {
             // A moov written in part (a full disk) would be a box cut short at the end: cut it off.
             _ = ftruncate(fd, off_t(dataEnd))
@@ -187,7 +189,7 @@ private struct Run {
         var mdat: [UInt8] = [0, 0, 0, 1] + Array("mdat".utf8)
         put64(&mdat, UInt64(dataEnd - place))
         try write(mdat, at: place)
-        try sync()
+        try sync(.mdat)
         result.lastStep = .mdat
         _ = stop(.mdat, stopAfter)
         return result

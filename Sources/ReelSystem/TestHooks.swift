@@ -25,4 +25,21 @@ public enum TestHooks {
         let v = ProcessInfo.processInfo.environment[finishStopAfterVariable]
         return (v?.isEmpty ?? true) ? nil : v
     }()
+
+    /// `REEL_TEST_FINISH_HOLD=moov|mdat` (test-only): MP4Finisher, once it has written that step
+    /// (the new moov, the mdat header) and before it syncs it, prints `REEL-FINISH-HOLD <step>` on
+    /// stderr and blocks for good: the moment for a test to cut the power (the VM tier), when
+    /// the step's bytes may or may not have reached the disk.
+    public static let finishHoldVariable = "REEL_TEST_FINISH_HOLD"
+    package static let finishHold: String? = {
+        let v = ProcessInfo.processInfo.environment[finishHoldVariable]
+        return (v?.isEmpty ?? true) ? nil : v
+    }()
+
+    /// Blocks the calling thread for good (REEL_TEST_FINISH_HOLD), after saying so on stderr.
+    package static func holdForever(_ what: String) -> Never {
+        let line = "REEL-FINISH-HOLD \(what)\n"
+        _ = line.withCString { Glibc.write(2, $0, strlen($0)) }
+        while true { _ = Glibc.pause() }
+    }
 }

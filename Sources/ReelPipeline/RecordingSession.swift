@@ -165,10 +165,13 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
 
     /// Requests at fixed source times (ns after T0), applied before the pipeline starts.
     private let schedule: [(Timeline.Request, Nanos)]
+    /// The first take's label (nil: none, its chapter is "Take 1").
+    private let label: String?
 
     package init(config: RecorderConfig, partPath: String, finalPath: String, logger: Logger, health: HealthMonitor? = nil,
-         schedule: [(Timeline.Request, Nanos)] = []) throws {
+         schedule: [(Timeline.Request, Nanos)] = [], label: String? = nil) throws {
         self.config = config
+        self.label = label
         self.health = health
         self.schedule = schedule
         self.partPath = partPath
@@ -233,7 +236,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
                                               audio: config.audioFormat, paced: config.paced)
         mc.stallLimit = Self.videoStallTimeout
         mc.audioBacklogLimit = fifo.capacity
-        machine = SessionMachine(mc, start: t0, schedule: schedule)
+        machine = SessionMachine(mc, start: t0, schedule: schedule, label: label)
         if let health {
             pipelineBeat = health.register("pipeline thread")
             if videoSource != nil { videoBeat = health.register("video capture thread") }

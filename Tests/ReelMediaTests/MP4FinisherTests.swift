@@ -332,6 +332,29 @@ final class MP4FinisherTests: XCTestCase {
         XCTAssertEqual(Array(f[(m3 + 4)..<(m3 + 16)]), Array("freeReelTake".utf8))
     }
 
+    /// Without video the chapter clock is the audio track's (samples): takes at output samples 0
+    /// and 48000 are chapters at exactly those samples, the last ending where the audio ends.
+    func testAudioOnlyChaptersCountSamples() throws {
+        let path = tempPath("audio-chapters.mp4")
+        let aenc = try AACEncoder(format: AudioFormat(sampleRate: 48000, channels: 1), settings: AACSettings())
+        let mp4 = try MP4Writer(path: path, video: nil, audio: aenc)
+        let pcm = [Int16](repeating: 100, count: 960)
+        for i in 0..<150 {   // 3 s
+            if i == 0 { try mp4.beginTake(index: 1, label: nil, start: 0) }
+            if i == 50 { try mp4.beginTake(index: 2, label: nil, start: 48000) }
+            try pcm.withUnsafeBufferPointer { try aenc.encode(interleaved: $0) { try mp4.writeAudio($0) } }
+        }
+        try aenc.flush { try mp4.writeAudio($0) }
+        try mp4.finish()
+        XCTAssertEqual(try MP4Finisher.finish(path: path).chapters, 2)
+        let c = try probe(path, ["-show_chapters"])["chapters"] as! [[String: Any]]
+        XCTAssertEqual(c.map { $0["time_base"] as? String }, ["1/48000", "1/48000"])
+        XCTAssertEqual(c.map { $0["start"] as? Int }, [0, 48000])
+        XCTAssertEqual(c.map { $0["end"] as? Int }, [48000, 144_000])
+        XCTAssertEqual(c.map { ($0["tags"] as? [String: Any])?["title"] as? String }, ["Take 1", "Take 2"])
+        try assertDecodesClean(path)
+    }
+
     // MARK: - Independent checks
 
     struct Layout { var top: [String] = []; var mdatHeaderLength = 0; var moovBoxes: [String] = []; var versions: [String: [UInt8]] = [:] }

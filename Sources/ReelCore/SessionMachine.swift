@@ -26,6 +26,11 @@
 ///   with silence in place and counted, an overlap is skipped, never duplicated. Audio delivered
 ///   but not yet decided may not exceed `audioBacklogLimit` frames: past it the recording fails
 ///   (video is not deciding the cuts). Audio alone and unpaced: its media position is the horizon.
+/// - Takes. A take runs from the start or a resume to the next pause or stop, numbered from 1.
+///   The first frame of a take given to the encoder is marked in its decision (`newTake`, at that
+///   frame's pts: where the take starts in the output); without video, `.beginTake` comes before
+///   the take's first kept samples, at the output sample they start on. A take that kept no frame
+///   is not announced (its number is skipped).
 /// - A source that fails is latched once: the recording stops at the horizon and, if the video
 ///   source's thread has exited, video has ended there (no frame will resolve the stop). The
 ///   recording ends as `.sourceFailed`: cut short, kept up to the failure.

@@ -26,6 +26,11 @@
 ///   with silence in place and counted, an overlap is skipped, never duplicated. Audio delivered
 ///   but not yet decided may not exceed `audioBacklogLimit` frames: past it the recording fails
 ///   (video is not deciding the cuts). Audio alone and unpaced: its media position is the horizon.
+/// - Takes. A take runs from the start or a resume to the next pause or stop, numbered from 1.
+///   The first frame of a take given to the encoder is marked in its decision (`newTake`, at that
+///   frame's pts: where the take starts in the output); without video, `.beginTake` comes before
+///   the take's first kept samples, at the output sample they start on. A take that kept no frame
+///   is not announced (its number is skipped).
 /// - A source that fails is latched once: the recording stops at the horizon and, if the video
 ///   source's thread has exited, video has ended there (no frame will resolve the stop). The
 ///   recording ends as `.sourceFailed`: cut short, kept up to the failure.
@@ -94,8 +99,9 @@ public struct SessionMachine: Sendable {
     }
 
     public enum VideoDecision: Equatable, Sendable {
-        /// Encode the frame with this pts (in `videoTimeBase`).
-        case encode(pts: Int64)
+        /// Encode the frame with this pts (in `videoTimeBase`). `newTake`: this is the first frame of
+        /// that take given to the encoder (its pts is where the take starts in the output).
+        case encode(pts: Int64, newTake: Timeline.Take?)
         case drop
     }
 
@@ -111,6 +117,9 @@ public struct SessionMachine: Sendable {
     }
 
     public enum Action: Equatable, Sendable {
+        /// Without video: the samples of the next `encodeAudio`/`encodeSilence` begin this take, at
+        /// output sample `start` (the kept samples emitted before them).
+        case beginTake(Timeline.Take, start: Int64)
         /// Encode the next `n` pending samples (per channel).
         case encodeAudio(Int)
         /// Discard the next `n` pending samples.
@@ -150,6 +159,10 @@ public struct SessionMachine: Sendable {
     private var lastVideoPts = Int64.min
     private var ptsFixes = 0
     private var lastKeptOutput: Nanos?
+    /// The take of the last frame given to the encoder (without video: of the last samples).
+    private var lastTake: Int = 0
+    /// An audio action held back while `.beginTake` goes first.
+    private var heldAction: Action?
     /// Frames given to the encoder.
     public private(set) var framesEncoded: Int64 = 0
     private var audioFirstSample: Int64?
@@ -172,9 +185,10 @@ public struct SessionMachine: Sendable {
     /// - Parameters:
     ///   - start: the instant recording starts (the start cut resolves on the next frame).
     ///   - schedule: requests at fixed times after `start` (one-shot recordings).
-    public init(_ configuration: Configuration, start: Nanos, schedule: [(Timeline.Request, Nanos)] = []) {
+    ///   - label: the first take's label (nil: none).
+    public init(_ configuration: Configuration, start: Nanos, schedule: [(Timeline.Request, Nanos)] = [], label: String? = nil) {
         self.configuration = configuration
-        timeline = Timeline(start: start, hasVideo: configuration.videoFPS != nil, audio: configuration.audio)
+        timeline = Timeline(start: start, hasVideo: configuration.videoFPS != nil, audio: configuration.audio, label: label)
         for (r, at) in schedule { _ = try? timeline.request(r, at: start + at) }
         slots = configuration.videoFPS.map { FrameSlots(fps: $0) }
     }
@@ -193,10 +207,10 @@ public struct SessionMachine: Sendable {
         }
     }
 
-    /// A pause, resume or stop, at the instant it was asked (nil: at the media position reached).
-    /// Accepted: publish a snapshot, then answer.
-    public mutating func request(_ r: Timeline.Request, at t: Nanos?) -> Result<Timeline.Phase, Timeline.RequestError> {
-        do { return .success(try timeline.request(r, at: t ?? timeline.horizon)) } catch { return .failure(error) }
+    /// A pause, resume or stop, at the instant it was asked (nil: at the media position reached);
+    /// `label` names the take a resume begins. Accepted: publish a snapshot, then answer.
+    public mutating func request(_ r: Timeline.Request, at t: Nanos?, label: String? = nil) -> Result<Timeline.Phase, Timeline.RequestError> {
+        do { return .success(try timeline.request(r, at: t ?? timeline.horizon, label: label)) } catch { return .failure(error) }
     }
 
     /// A video frame captured at `time`.
@@ -211,7 +225,10 @@ public struct SessionMachine: Sendable {
         lastVideoPts = pts
         lastKeptOutput = out
         framesEncoded += 1
-        return .encode(pts: pts)
+        // The first frame of its take that reaches the encoder (a frame whose slot was taken does not).
+        var newTake: Timeline.Take? = nil
+        if let take = timeline.videoTake, take.index > lastTake { lastTake = take.index; newTake = take }
+        return .encode(pts: pts, newTake: newTake)
     }
 
     /// A chunk of `frames` audio frames whose first is source sample `sample`, captured at `time`.
@@ -270,12 +287,21 @@ public struct SessionMachine: Sendable {
         while true {
             switch stage {
             case .drain:
+                if let held = heldAction { heldAction = nil; return held }
                 if let a = timeline.nextAudioAction() {
+                    let action: Action, kept: Int
                     switch a {
-                    case let .keep(n): audioPending -= n; return .encodeAudio(n)
+                    case let .keep(n): audioPending -= n; action = .encodeAudio(n); kept = n
                     case let .drop(n): audioPending -= n; return .dropAudio(n)
-                    case let .silence(n): return .encodeSilence(n)
+                    case let .silence(n): action = .encodeSilence(n); kept = n
                     }
+                    // Without video a take begins on its first kept sample (or owed silence).
+                    if configuration.videoFPS == nil, let take = timeline.audioTake, take.index > lastTake {
+                        lastTake = take.index
+                        heldAction = action
+                        return .beginTake(take, start: timeline.audioOutput - Int64(kept))
+                    }
+                    return action
                 }
                 stage = .latch
             case .latch:

@@ -57,9 +57,19 @@ public struct Timeline: Sendable {
         case silence(Int)
     }
 
+    /// A take: the span from a start or resume to the next pause or stop. Numbered from 1 in the
+    /// order the user started them (a take that kept no frame keeps its number; see `videoTake`).
+    public struct Take: Equatable, Sendable {
+        public var index: Int
+        /// The label given with `start`/`resume` (nil: none; the chapter is then titled "Take N").
+        public var label: String?
+        public init(index: Int, label: String? = nil) { self.index = index; self.label = label }
+    }
+
     /// One resolved or pending cut.
     struct Cut: Sendable {
         var keepAfter: Bool        // state after the cut: recording (true) or paused/stopped
+        var take: Take? = nil      // for keep cuts: the take it begins
         var isStop: Bool
         var requested: Nanos
         var at: Nanos?             // resolved cut instant on the media clock
@@ -85,6 +95,8 @@ public struct Timeline: Sendable {
     public private(set) var videoNonMonotonic = 0
     /// Output times forced up to stay strictly increasing (counted; should stay 0).
     public private(set) var videoOutputFixes = 0
+    /// The take of the last frame judged `.keep` (nil before the first).
+    public private(set) var videoTake: Take?
 
     // Audio state. Sample index 0 is the first sample the source delivered, at `anchor`.
     var anchor: Nanos?
@@ -96,6 +108,8 @@ public struct Timeline: Sendable {
     /// Samples emitted to the encoder (kept + silence): the output audio length.
     public private(set) var audioOutput: Int64 = 0
     public private(set) var audioSilence: Int64 = 0
+    /// The take of the last samples `nextAudioAction` kept (`.keep` or `.silence`; nil before the first).
+    public private(set) var audioTake: Take?
     /// Set once the remaining audio was filled with silence; nothing more is decided.
     var audioClosed = false
 
@@ -103,21 +117,23 @@ public struct Timeline: Sendable {
     ///   - start: the instant recording was requested; the start cut resolves like any other.
     ///   - hasVideo: whether a video stream exists (it defines the cut grid).
     ///   - audio: the audio stream's format, if any (it defines the offset unit).
-    public init(start: Nanos, hasVideo: Bool, audio: AudioFormat?) {
+    ///   - label: the first take's label (nil: none).
+    public init(start: Nanos, hasVideo: Bool, audio: AudioFormat?, label: String? = nil) {
         precondition(hasVideo || audio != nil, "a timeline needs at least one stream")
         self.hasVideo = hasVideo
         self.audio = audio
         self.horizon = start
-        self.cuts = [Cut(keepAfter: true, isStop: false, requested: start)]
+        self.cuts = [Cut(keepAfter: true, take: Take(index: 1, label: label), isStop: false, requested: start)]
         if !hasVideo { resolvePending(upTo: start, at: nil) }
     }
 
     // MARK: Requests
 
     /// Asks for a pause, resume or stop at instant `t` (clamped so it never precedes anything
-    /// already decided). Returns the phase after the request.
+    /// already decided). `label` names the take a resume begins (ignored otherwise). Returns the
+    /// phase after the request.
     @discardableResult
-    public mutating func request(_ r: Request, at t: Nanos) throws(RequestError) -> Phase {
+    public mutating func request(_ r: Request, at t: Nanos, label: String? = nil) throws(RequestError) -> Phase {
         switch (r, phase) {
         case (.pause, .recording): phase = .paused
         case (.resume, .paused): phase = .recording
@@ -129,7 +145,9 @@ public struct Timeline: Sendable {
         let instant = max(t, horizon, cuts[cuts.count - 1].requested)
         switch r {
         case .pause: cuts.append(Cut(keepAfter: false, isStop: false, requested: instant))
-        case .resume: cuts.append(Cut(keepAfter: true, isStop: false, requested: instant))
+        case .resume:
+            let takes = cuts.reduce(0) { $0 + ($1.keepAfter ? 1 : 0) }
+            cuts.append(Cut(keepAfter: true, take: Take(index: takes + 1, label: label), isStop: false, requested: instant))
         case .stop:
             // Stopping while paused adds no cut: the last segment is already closed.
             if phase == .recording { cuts.append(Cut(keepAfter: false, isStop: true, requested: instant)) }
@@ -178,6 +196,7 @@ public struct Timeline: Sendable {
         var out = ts - startInstant! - seg.offsetNanos
         if let prev = lastVideoOutput, out <= prev { out = prev + 1; videoOutputFixes += 1 }
         lastVideoOutput = out
+        videoTake = seg.take
         return .keep(outputTime: out)
     }
 
@@ -218,9 +237,10 @@ public struct Timeline: Sendable {
             if pos <= 0 {
                 guard kept else { continue }
                 audioOutput += n; audioSilence += n
+                audioTake = cuts[audioCursor - 1].take
                 return .silence(Int(n))
             }
-            if kept { audioOutput += n; return .keep(Int(n)) }
+            if kept { audioOutput += n; audioTake = cuts[audioCursor - 1].take; return .keep(Int(n)) }
             return .drop(Int(n))
         }
     }

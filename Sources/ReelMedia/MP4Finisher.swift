@@ -15,6 +15,13 @@ import ReelSystem
 ///   first moov (FFmpeg skips the second: "Found duplicated MOOV Atom").
 /// - `mdat`: rewrite the placeholder as a 64-bit `mdat` header covering everything up to the new moov
 ///   (the first moov and every moof disappear into it), fdatasync. Now a standard MP4.
+/// Chapters: the take markers (`TakeMarker`, `free` boxes `MP4Writer` puts between fragments) become
+/// one chapter per take, in two forms, both as FFmpeg's movenc writes them: a QuickTime chapter
+/// track (a disabled `text` track referenced by `tref/chap` from the video track, or the audio track
+/// without video; one sample per take: 16-bit length, UTF-8 title, an `encd` box saying UTF-8),
+/// whose samples go in a `free` box just before the new moov (inside the mdat once finished), and
+/// a Nero `chpl` box in moov/udta (100 ns units). A marker past the end of the media (a take
+/// begun just before a crash) gives no chapter; a damaged one is skipped (`Result.warnings`).
 /// Running it again on a file stopped anywhere redoes what is missing (a trailing moov from an
 /// interrupted run is cut off and rebuilt); a file whose placeholder already says `mdat` is left alone.
 public enum MP4Finisher {
@@ -28,6 +35,10 @@ public enum MP4Finisher {
         public var moovBytes = 0
         public var fragments = 0
         public var samples = 0
+        /// Chapters written (one per take marker with media).
+        public var chapters = 0
+        /// What was skipped (damaged take markers), for the log.
+        public var warnings: [String] = []
         /// The last step done (nil: none, stopped before writing).
         public var lastStep: Step?
     }
@@ -146,6 +157,7 @@ private struct Run {
         var moofs: [(offset: Int64, bytes: [UInt8])] = []
         var pendingMoof: (offset: Int64, bytes: [UInt8])? = nil
         var dataEnd: Int64 = 0
+        var markers: [TakeMarker] = []
         while let h = try header(offset, fileSize: fileSize), h.size >= Int64(h.headerLength), offset + h.size <= fileSize {
             if h.type == "moov" {
                 if moovBytes != nil { break }       // a previous run's new moov: rebuilt below
@@ -158,15 +170,30 @@ private struct Run {
                 pendingMoof = (offset, try read(offset, Int(h.size)))
             } else if h.type == "mdat" {
                 if let m = pendingMoof { moofs.append(m); pendingMoof = nil; dataEnd = offset + h.size }
+            } else if h.type == "free", moovBytes != nil, pendingMoof == nil, h.size >= Int64(h.headerLength + TakeMarker.signature.count),
+                      TakeMarker.isMarker(body: try read(offset + Int64(h.headerLength), TakeMarker.signature.count)) {
+                // A take marker: kept with the media (it ends up inside the mdat), read for its chapter.
+                dataEnd = offset + h.size
+                let bodyBytes = h.size - Int64(h.headerLength)
+                do {
+                    guard bodyBytes <= 4096 else { throw MediaError("a take marker of \(h.size) bytes (damaged: at most 4 KiB)") }
+                    markers.append(try TakeMarker(body: try read(offset + Int64(h.headerLength), Int(bodyBytes))))
+                } catch let e as MediaError {
+                    result.warnings.append("'\(path)': skipped the take marker at \(offset): \(e.message); its take gets no chapter")
+                }
             }
             offset += h.size
         }
         guard let moov = moovBytes else { throw fail("no complete moov box after the placeholder") }
-        let built = try build(moov: moov, moofs: moofs, dataEnd: dataEnd)
+        let built = try build(moov: moov, moofs: moofs, dataEnd: dataEnd, markers: markers)
         guard built.samples > 0 else { throw fail("it holds no complete fragment (no samples)") }
         result.fragments = moofs.count
         result.samples = built.samples
-        result.moovOffset = dataEnd
+        result.chapters = built.chapters
+        result.warnings += built.warnings
+        // The chapter titles (if any) go first, then the moov: both after the last fragment.
+        let tail = built.chapterText + built.moov
+        result.moovOffset = dataEnd + Int64(built.chapterText.count)
         result.moovBytes = built.moov.count
         if stop(.parse, stopAfter) { result.lastStep = .parse; return result }
 
@@ -175,7 +202,7 @@ private struct Run {
             throw fail("cannot cut it back to its last complete fragment (\(dataEnd) bytes): \(Errno.current)")
         }
         do {
-            try write(built.moov, at: dataEnd)
+            try write(tail, at: dataEnd)
             try sync(.moov)
         } catch {
             // A moov written in part (a full disk) would be a box cut short at the end: cut it off.
@@ -187,7 +214,7 @@ private struct Run {
 
         // (c) the placeholder becomes the mdat header: from it to the new moov.
         var mdat: [UInt8] = [0, 0, 0, 1] + Array("mdat".utf8)
-        put64(&mdat, UInt64(dataEnd - place))
+        put64(&mdat, UInt64(result.moovOffset - place))
         try write(mdat, at: place)
         try sync(.mdat)
         result.lastStep = .mdat
@@ -288,11 +315,20 @@ private final class Track {
 }
 
 extension Run {
-    func build(moov m: [UInt8], moofs: [(offset: Int64, bytes: [UInt8])], dataEnd: Int64) throws -> (moov: [UInt8], samples: Int) {
-        do { return try buildOrThrow(moov: m, moofs: moofs, dataEnd: dataEnd) } catch let d as Damaged { throw fail(d.what) }
+    struct Built {
+        var moov: [UInt8]
+        var samples: Int
+        /// The `free` box holding the chapter track's samples, written at dataEnd (empty: no chapters).
+        var chapterText: [UInt8] = []
+        var chapters = 0
+        var warnings: [String] = []
     }
 
-    private func buildOrThrow(moov m: [UInt8], moofs: [(offset: Int64, bytes: [UInt8])], dataEnd: Int64) throws -> (moov: [UInt8], samples: Int) {
+    func build(moov m: [UInt8], moofs: [(offset: Int64, bytes: [UInt8])], dataEnd: Int64, markers: [TakeMarker]) throws -> Built {
+        do { return try buildOrThrow(moov: m, moofs: moofs, dataEnd: dataEnd, markers: markers) } catch let d as Damaged { throw fail(d.what) }
+    }
+
+    private func buildOrThrow(moov m: [UInt8], moofs: [(offset: Int64, bytes: [UInt8])], dataEnd: Int64, markers: [TakeMarker]) throws -> Built {
         let top = try children(m, 0..<m.count)
         guard let moovBox = top.first, moovBox.type == "moov" else { throw Damaged(what: "the moov box cannot be read") }
         let moovKids = try children(m, moovBox.body)
@@ -337,25 +373,167 @@ extension Run {
             try readFragment(f, at: moofOffset, tracks: tracks, dataEnd: dataEnd)
         }
 
+        // Chapters on the clock of the video track (the audio track without video).
+        var built = Built(moov: [], samples: tracks.reduce(0) { $0 + $1.sizes.count })
+        var chapterTrak: [UInt8]? = nil, chpl: [UInt8]? = nil
+        let clockTrack = tracks.first { $0.isVideo } ?? tracks.first
+        let chapterID = (tracks.map(\.id).max() ?? 0) + 1
+        if let clock = clockTrack, !markers.isEmpty {
+            let list = chapters(markers, end: presentationEnd(clock, movieTimescale: movieTimescale), warnings: &built.warnings)
+            if !list.isEmpty {
+                let end = presentationEnd(clock, movieTimescale: movieTimescale)
+                let text = chapterSamples(list)
+                built.chapterText = box("free", text.bytes)
+                chapterTrak = textTrak(id: chapterID, timescale: clock.mediaTimescale, movieTimescale: movieTimescale,
+                                       starts: list.map(\.start), end: end, sizes: text.sizes, offset: dataEnd + 8)
+                chpl = nero(list, timescale: clock.mediaTimescale)
+                built.chapters = list.count
+            }
+        }
+
         // The new moov: mvhd, the tracks, everything else the first one had but mvex.
         var trakBoxes: [[UInt8]] = []
         var movieDuration: Int64 = 0
         for t in tracks {
-            let (trak, duration) = try buildTrak(m, t, movieTimescale: movieTimescale)
+            let (trak, duration) = try buildTrak(m, t, movieTimescale: movieTimescale,
+                                                 chapterTrack: chapterTrak != nil && t === clockTrack ? chapterID : nil)
             trakBoxes.append(trak)
             movieDuration = max(movieDuration, duration)
         }
         var body: [UInt8] = []
         var nextTrak = 0
-        for k in moovKids {
+        let lastTrak = moovKids.lastIndex { $0.type == "trak" }
+        for (i, k) in moovKids.enumerated() {
             switch k.type {
-            case "mvhd": body += timeHeader(m, k, duration: movieDuration, track: false)
-            case "trak": body += trakBoxes[nextTrak]; nextTrak += 1
+            case "mvhd":
+                var h = timeHeader(m, k, duration: movieDuration, track: false)
+                if chapterTrak != nil {
+                    // next_track_ID, the mvhd's last field, past the chapter track.
+                    let n = h.count - 4
+                    let next = max(be32(h, n), chapterID + 1)
+                    h.replaceSubrange(n..<(n + 4), with: [UInt8(next >> 24), UInt8(next >> 16 & 0xff), UInt8(next >> 8 & 0xff), UInt8(next & 0xff)])
+                }
+                body += h
+            case "trak":
+                body += trakBoxes[nextTrak]; nextTrak += 1
+                if i == lastTrak, let c = chapterTrak { body += c }
             case "mvex": continue
+            case "udta" where chpl != nil:
+                body += box("udta", try children(m, k.body).filter { $0.type != "chpl" }.flatMap { m[$0.whole] } + chpl!)
+                chpl = nil
             default: body += m[k.whole]
             }
         }
-        return (box("moov", body), tracks.reduce(0) { $0 + $1.sizes.count })
+        if let chpl { body += box("udta", chpl) }
+        built.moov = box("moov", body)
+        return built
+    }
+
+    /// Where `t`'s presentation ends, in its media timescale (0 = the movie's start): the empty
+    /// edits before its media, then its samples from the media edit's start.
+    private func presentationEnd(_ t: Track, movieTimescale: UInt32) -> Int64 {
+        let end = t.presentationEnd == Int64.min ? 0 : t.presentationEnd
+        guard let e = t.edits, let media = e.lastIndex(where: { $0.mediaTime >= 0 }) else { return end }
+        let empty = e[..<media].filter { $0.mediaTime == -1 }.reduce(Int64(0)) { $0 + $1.duration }
+        return rescale(empty, Int64(t.mediaTimescale), Int64(movieTimescale)) + end - e[media].mediaTime
+    }
+
+    /// The chapters from the markers, in file order: each must start before `end` (a take begun
+    /// just before the media ends has none) and after the one before (a marker repeated or out of
+    /// order is skipped). A first chapter after 0 (the first take's marker was lost) gets an
+    /// untitled chapter before it, so the chapters still cover the file from its start.
+    private func chapters(_ markers: [TakeMarker], end: Int64, warnings: inout [String]) -> [(start: Int64, title: String)] {
+        var out: [(start: Int64, title: String)] = []
+        var lastIndex = 0
+        for k in markers {
+            guard k.start < end else { continue }   // no media of that take made it into the file
+            if let last = out.last, k.start <= last.start || k.index <= lastIndex {
+                warnings.append("'\(path)': skipped take \(k.index)'s marker (start \(k.start)): not after take \(lastIndex)'s (start \(last.start))")
+                continue
+            }
+            out.append((k.start, k.label.isEmpty ? "Take \(k.index)" : k.label))
+            lastIndex = k.index
+        }
+        if let first = out.first, first.start > 0 { out.insert((0, ""), at: 0) }
+        return out
+    }
+
+    /// The chapter track's samples as FFmpeg's movenc writes them: 16-bit length, the UTF-8 title,
+    /// an `encd` box (0x100: UTF-8).
+    private func chapterSamples(_ list: [(start: Int64, title: String)]) -> (bytes: [UInt8], sizes: [UInt32]) {
+        let encd: [UInt8] = [0, 0, 0, 12] + Array("encd".utf8) + [0, 0, 1, 0]
+        var bytes: [UInt8] = [], sizes: [UInt32] = []
+        for c in list {
+            let title = Array(c.title.utf8)
+            let sample = [UInt8(title.count >> 8), UInt8(title.count & 0xff)] + title + encd
+            bytes += sample
+            sizes.append(UInt32(sample.count))
+        }
+        return (bytes, sizes)
+    }
+
+    /// The QuickTime chapter track (FFmpeg movenc's layout): disabled, `text` handler, one chunk.
+    private func textTrak(id: UInt32, timescale: UInt32, movieTimescale: UInt32, starts: [Int64], end: Int64,
+                          sizes: [UInt32], offset: Int64) -> [UInt8] {
+        let trackDuration = rescale(end, Int64(movieTimescale), Int64(timescale), rounding: .up)
+        func times(_ duration: Int64, _ middle: [UInt8]) -> (version: UInt8, body: [UInt8]) {
+            var b: [UInt8] = []
+            let wide = duration > Int64(UInt32.max)
+            if wide { put64(&b, 0); put64(&b, 0) } else { put32(&b, 0); put32(&b, 0) }   // created, modified
+            b += middle
+            if wide { put64(&b, UInt64(duration)) } else { put32(&b, UInt32(duration)) }
+            return (wide ? 1 : 0, b)
+        }
+        var idField: [UInt8] = []; put32(&idField, id); put32(&idField, 0)
+        var tkhd = times(trackDuration, idField)
+        tkhd.body += [UInt8](repeating: 0, count: 8 + 2 + 2 + 2 + 2)   // reserved, layer, group, volume, reserved
+        for v: UInt32 in [0x10000, 0, 0, 0, 0x10000, 0, 0, 0, 0x4000_0000] { put32(&tkhd.body, v) }
+        put32(&tkhd.body, 0); put32(&tkhd.body, 0)                     // width, height
+        var tsField: [UInt8] = []; put32(&tsField, timescale)
+        var mdhd = times(end, tsField)
+        mdhd.body += [0x55, 0xc4, 0, 0]                                // 'und', quality
+        let hdlr = fullBox("hdlr", version: 0, [0, 0, 0, 0] + Array("text".utf8) + [UInt8](repeating: 0, count: 12) + Array("SubtitleHandler".utf8) + [0])
+        // gmhd: gmin and the undocumented `text` atom QuickTime wants for chapters (FFmpeg's bytes).
+        var gmhdBody = fullBox("gmin", version: 0, [0, 0x40, 0x80, 0, 0x80, 0, 0x80, 0, 0, 0, 0, 0])
+        var textAtom: [UInt8] = [0, 1]
+        for v: UInt32 in [0, 0, 0, 1, 0, 0, 0, 0x4000] { put32(&textAtom, v) }
+        textAtom += [0, 0]
+        gmhdBody += box("text", textAtom)
+        let dinf = box("dinf", fullBox("dref", version: 0, [0, 0, 0, 1] + fullBox("url ", version: 0, flags: 1, [])))
+        // The sample entry: movenc's chapter_properties (text display flags, colours, the default font in `ftab`).
+        let properties: [UInt8] = [0, 0, 0, 1] + [UInt8](repeating: 0, count: 19) + [1] + [UInt8](repeating: 0, count: 9)
+            + [0x0d] + Array("ftab".utf8) + [0, 1, 0, 1, 0]
+        let entry = box("text", [0, 0, 0, 0, 0, 0, 0, 1] + properties)
+        var b: [UInt8] = []
+        put32(&b, 1); let stsd = fullBox("stsd", version: 0, b + entry)
+        var durations: [UInt32] = []
+        for (i, s) in starts.enumerated() { durations.append(UInt32(clamping: (i + 1 < starts.count ? starts[i + 1] : end) - s)) }
+        b = []; put32(&b, UInt32(durations.count)); for d in durations { put32(&b, 1); put32(&b, d) }
+        let stts = fullBox("stts", version: 0, b)
+        b = []; put32(&b, 1); put32(&b, 1); put32(&b, UInt32(sizes.count)); put32(&b, 1)
+        let stsc = fullBox("stsc", version: 0, b)
+        b = []; put32(&b, 0); put32(&b, UInt32(sizes.count)); for s in sizes { put32(&b, s) }
+        let stsz = fullBox("stsz", version: 0, b)
+        b = []; put32(&b, 1)
+        let stco: [UInt8]
+        if offset > Int64(UInt32.max) { put64(&b, UInt64(offset)); stco = fullBox("co64", version: 0, b) }
+        else { put32(&b, UInt32(offset)); stco = fullBox("stco", version: 0, b) }
+        let stbl = box("stbl", stsd + stts + stsc + stsz + stco)
+        let minf = box("minf", box("gmhd", gmhdBody) + dinf + stbl)
+        let mdia = box("mdia", fullBox("mdhd", version: mdhd.version, mdhd.body) + hdlr + minf)
+        return box("trak", fullBox("tkhd", version: tkhd.version, flags: 0, tkhd.body) + mdia)
+    }
+
+    /// Nero's `chpl` (moov/udta), as FFmpeg writes it: version 1, at most 255 chapters, start times
+    /// in 100 ns, titles of at most 255 bytes.
+    private func nero(_ list: [(start: Int64, title: String)], timescale: UInt32) -> [UInt8] {
+        var b: [UInt8] = [0, 0, 0, 0, UInt8(min(list.count, 255))]
+        for c in list.prefix(255) {
+            put64(&b, UInt64(rescale(c.start, 10_000_000, Int64(timescale))))
+            let title = Array(TakeMarker.cut(c.title).utf8)
+            b.append(UInt8(title.count)); b += title
+        }
+        return fullBox("chpl", version: 1, b)
     }
 
     private func readFragment(_ f: [UInt8], at moofOffset: Int64, tracks: [Track], dataEnd: Int64) throws {
@@ -452,7 +630,8 @@ extension Run {
         return fullBox(b.type, version: wide ? 1 : 0, flags: flags, body)
     }
 
-    private func buildTrak(_ m: [UInt8], _ t: Track, movieTimescale: UInt32) throws -> ([UInt8], Int64) {
+    /// `chapterTrack`: the chapter track's id, referenced from this track (`tref/chap`).
+    private func buildTrak(_ m: [UInt8], _ t: Track, movieTimescale: UInt32, chapterTrack: UInt32?) throws -> ([UInt8], Int64) {
         let mediaDuration = t.dtsEnd
         // The edit list: empty edits as they were; the media edit now lasts to the end of the
         // presentation (libavformat wrote 0 in the fragmented moov). Rounded up: never cuts a sample.
@@ -464,9 +643,21 @@ extension Run {
             edits = e
             trackDuration = e.reduce(0) { $0 + $1.duration }
         }
-        let kids = try children(m, t.trak.body)
+        var kids = try children(m, t.trak.body)
+        var chap: [UInt8] = []
+        if let id = chapterTrack { put32(&chap, id); chap = box("chap", chap) }
+        // The chapter reference: in the trak's tref (movenc puts it after tkhd and edts).
+        let oldTref = kids.first { $0.type == "tref" }
+        if !chap.isEmpty { kids.removeAll { $0.type == "tref" } }
+        let trefAfter = kids.lastIndex { $0.type == "edts" } ?? kids.firstIndex { $0.type == "tkhd" }
         var body: [UInt8] = []
-        for k in kids {
+        for (i, k) in kids.enumerated() {
+            defer {
+                if !chap.isEmpty, i == trefAfter {
+                    let others = (try? oldTref.map { try children(m, $0.body).filter { $0.type != "chap" }.flatMap { m[$0.whole] } }) ?? nil
+                    body += box("tref", (others ?? []) + chap)
+                }
+            }
             switch k.type {
             case "tkhd": body += timeHeader(m, k, duration: trackDuration, track: true)
             case "edts":

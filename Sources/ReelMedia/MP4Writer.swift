@@ -44,6 +44,12 @@ import ReelSystem
 ///   sample offset in a moof is relative to that moof, so the 16 bytes move nothing the muxer wrote.
 ///   `completeBytes`, `bytesWritten` and `abandon()` count in file offsets (the muxer's plus 16).
 ///
+/// - Takes (`beginTake`): a `TakeMarker` (a top-level `free` box) goes into the file at the next fragment
+///   boundary, after a complete fragment's mdat and before the next moof (or after the last fragment at
+///   `finish()`), so it is counted in `completeBytes` and synced with that fragment; `takeMarkers` keeps
+///   where each one is. Readers skip `free` boxes, so the file plays exactly as without them;
+///   `MP4Finisher` turns them into chapters.
+///
 /// Note: FFmpeg 5.1's demuxer applies a fragmented file's edit list as a plain time offset, so ffprobe
 /// shows the audio stream starting at -1024/rate (the priming packet) instead of skipping it; the
 /// samples still land on the right times (input sample 0 at 0), which the tests check by decoding.
@@ -69,6 +75,12 @@ public final class MP4Writer {
         var endMicros: Int64? = nil
         let name: String
         init(index: Int32, timeBase: Rational, name: String) { self.index = index; self.timeBase = timeBase; self.name = name }
+        /// A time in `timeBase` in the stream's time base (the track's media timescale once the header is out).
+        func toStream(_ x: Int64) -> Int64 {
+            let stb = streamTimeBase
+            return timeBase.num == Int64(stb.num) && timeBase.den == Int64(stb.den) ? x
+                : rescale(x, timeBase.num * Int64(stb.den), timeBase.den * Int64(stb.num))
+        }
     }
 
     public let path: String
@@ -95,6 +107,11 @@ public final class MP4Writer {
     public var onFragmentWritten: (() -> Void)?
     /// Packets whose DTS had to be forced strictly increasing (should stay 0).
     public private(set) var dtsFixes = 0
+    /// Takes begun whose marker waits for the next fragment boundary.
+    private var pendingMarkers: [TakeMarker] = []
+    /// Each take marker written: the take's index and the file offset of its `free` box (where
+    /// an undo of that take would cut the file back to).
+    public private(set) var takeMarkers: [(index: Int, fileOffset: Int64)] = []
 
     /// Bytes handed to the file so far (all of them once `finish()` returned).
     public var bytesWritten: Int64 {
@@ -215,6 +232,33 @@ public final class MP4Writer {
         try write(p, audio, mayCut: mayCut)
     }
 
+    /// A take begins: `start` is its first frame's pts in the video encoder's time base (without
+    /// video: its first sample's output sample number, in the audio encoder's time base); 0 is the
+    /// file's first frame. Its marker (index, start in the chapter clock: the track's media
+    /// timescale, label cut to `TakeMarker.maxLabelBytes`) is written at the next fragment boundary.
+    public func beginTake(index: Int, label: String?, start: Int64) throws {
+        if let writeFailure { throw writeFailure }
+        guard !finished else { throw MediaError("MP4Writer.beginTake(\(index)) after finish() on '\(path)'") }
+        guard index >= 1, start >= 0 else {
+            throw MediaError("MP4Writer.beginTake on '\(path)': take \(index) at \(start); takes count from 1 and start at 0 or later")
+        }
+        let clock = (video ?? audio)!
+        pendingMarkers.append(TakeMarker(index: index, start: clock.toStream(start), label: label ?? ""))
+    }
+
+    /// Writes the markers of the takes begun since the last fragment boundary (the caller flushes).
+    private func writeMarkers() {
+        guard !pendingMarkers.isEmpty, let pb = out.p.pointee.pb else { return }
+        for m in pendingMarkers {
+            let offset = filePos(avio_tell(pb))
+            let box = m.box
+            // Safe: avio_write copies box.count bytes from the array's storage during the call.
+            box.withUnsafeBufferPointer { avio_write(pb, $0.baseAddress, Int32($0.count)) }
+            takeMarkers.append((m.index, offset))
+        }
+        pendingMarkers.removeAll()
+    }
+
     private func micros(_ x: Int64, _ t: Track) -> Int64 { rescale(x, 1_000_000 * t.timeBase.num, t.timeBase.den) }
 
     /// Writes the last fragment and closes the file. Does not rename it.
@@ -228,6 +272,7 @@ public final class MP4Writer {
         // which with skip_trailer writes nothing more.
         try checkWrite(av_write_frame(ctx, nil), "cannot write the last fragment of '\(path)'")
         try checkWrite(av_write_trailer(ctx), "cannot finish MP4 file '\(path)'")
+        writeMarkers()   // takes begun since the last boundary: after the last fragment
         finished = true
         let muxerEnd = avio_tell(ctx.pointee.pb)
         avio_flush(ctx.pointee.pb)
@@ -306,11 +351,7 @@ public final class MP4Writer {
         t.lastDts = dts
 
         let pkt = packet.p
-        let (tb, stb) = (t.timeBase, t.streamTimeBase)
-        func toStream(_ x: Int64) -> Int64 {
-            tb.num == Int64(stb.num) && tb.den == Int64(stb.den) ? x
-                : rescale(x, tb.num * Int64(stb.den), tb.den * Int64(stb.num))
-        }
+        let toStream = t.toStream
         // Safe: libavformat only reads a non-refcounted packet's data (movenc copies it into the fragment).
         pkt.pointee.data = UnsafeMutablePointer(mutating: p.data.baseAddress?.assumingMemoryBound(to: UInt8.self))
         pkt.pointee.size = Int32(p.data.count)
@@ -334,6 +375,7 @@ public final class MP4Writer {
             try checkWrite(av_write_frame(ctx, nil), "cannot write a fragment to '\(path)'")
         }
         fragments += 1
+        writeMarkers()
         avio_flush(ctx.pointee.pb)
         try checkWrite(0, "cannot write to '\(path)'")
         // Everything up to here reached the file whole.

@@ -111,7 +111,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     package enum Outcome: Sendable { case ok(Timeline.Phase), refused(String), failed(String) }
     package enum Event: Sendable {
         case media(MediaEvent)
-        case request(Timeline.Request, at: Nanos?, reply: Promise<Outcome>)
+        case request(Timeline.Request, at: Nanos?, label: String?, reply: Promise<Outcome>)
     }
 
     package let partPath: String
@@ -165,10 +165,13 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
 
     /// Requests at fixed source times (ns after T0), applied before the pipeline starts.
     private let schedule: [(Timeline.Request, Nanos)]
+    /// The first take's label (nil: none, its chapter is "Take 1").
+    private let label: String?
 
     package init(config: RecorderConfig, partPath: String, finalPath: String, logger: Logger, health: HealthMonitor? = nil,
-         schedule: [(Timeline.Request, Nanos)] = []) throws {
+         schedule: [(Timeline.Request, Nanos)] = [], label: String? = nil) throws {
         self.config = config
+        self.label = label
         self.health = health
         self.schedule = schedule
         self.partPath = partPath
@@ -233,7 +236,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
                                               audio: config.audioFormat, paced: config.paced)
         mc.stallLimit = Self.videoStallTimeout
         mc.audioBacklogLimit = fifo.capacity
-        machine = SessionMachine(mc, start: t0, schedule: schedule)
+        machine = SessionMachine(mc, start: t0, schedule: schedule, label: label)
         if let health {
             pipelineBeat = health.register("pipeline thread")
             if videoSource != nil { videoBeat = health.register("video capture thread") }
@@ -290,11 +293,12 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         while TestHooks.freezeRequested() && !queue.isClosed { SystemClock.sleep(until: SystemClock.now() + 20_000_000) }
     }
 
-    /// Asks the pipeline for a pause, resume or stop at the current instant. Blocks briefly.
-    package func request(_ r: Timeline.Request) -> Outcome {
+    /// Asks the pipeline for a pause, resume or stop at the current instant; `label` names the take
+    /// a resume begins (nil: none, its chapter is "Take N"). Blocks briefly.
+    package func request(_ r: Timeline.Request, label: String? = nil) -> Outcome {
         let reply = Promise<Outcome>()
         let at: Nanos? = config.paced ? SystemClock.now() : nil // unpaced: at the media position reached
-        guard queue.put(.request(r, at: at, reply: reply)) else { return .refused("cannot \(r): the recording is finishing") }
+        guard queue.put(.request(r, at: at, label: label, reply: reply)) else { return .refused("cannot \(r): the recording is finishing") }
         return reply.wait(until: SystemClock.now() + 10 * nanosPerSecond) ?? .failed("cannot \(r): the pipeline did not answer within 10 s")
     }
 
@@ -341,6 +345,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
                 try aac.encode(interleaved: samples) { try mux.writeAudio($0) }
             }
         case let .dropAudio(n): fifo.discard(n)
+        case let .beginTake(t, start): try mux.beginTake(index: t.index, label: t.label, start: start)
         case let .encodeSilence(n): try encodeSilence(n)
         case let .stopForSourceFailure(msg): logger.error("\(msg); finishing the recording \(partPath)")
         case .publish: publish()
@@ -353,8 +358,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
 
     private func handle(_ event: Event) throws {
         switch event {
-        case let .request(r, at, reply):
-            switch machine.request(r, at: at) {
+        case let .request(r, at, label, reply):
+            switch machine.request(r, at: at, label: label) {
             case let .success(phase):
                 logger.info("\(r) requested (\(partPath))")
                 publish()
@@ -364,7 +369,9 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             }
         case let .media(.video(slot, time)):
             defer { videoSource!.pool.release(slot) }
-            guard case let .encode(pts) = machine.video(at: time), let h264, let converter else { return }
+            guard case let .encode(pts, newTake) = machine.video(at: time), let h264, let converter else { return }
+            // The take's marker goes into the file at the next fragment boundary (chapters at stop).
+            if let t = newTake { try mux.beginTake(index: t.index, label: t.label, start: pts) }
             let frame = try converter.convert(UnsafeRawBufferPointer(videoSource!.pool.buffer(slot)))
             try h264.encode(frame, pts: pts) { try mux.writeVideo($0) }
         case let .media(.audio(slot, frames, sample, time)):
@@ -490,7 +497,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         videoSource?.stop()
         audioSource?.stop()
         while let e = queue.take(until: 0) {
-            if case let .request(_, _, reply) = e { reply.fulfill(.refused("the recording is finishing")) }
+            if case let .request(_, _, _, reply) = e { reply.fulfill(.refused("the recording is finishing")) }
         }
         var finishError: String?
         // After a failed write nothing more is written (no encoder flush, no trailer): the file is

@@ -49,7 +49,8 @@ public enum Storage {
             let r = try MP4Finisher.finish(path: path)
             let took = (SystemClock.now() - started) / 1_000_000
             if r.alreadyFinished { logger.info("\(path) is already a finished MP4") }
-            else { logger.info("finished \(path) as a standard MP4 (\(r.fragments) fragments, \(r.samples) samples, a \(r.moovBytes)-byte moov) in \(took) ms") }
+            else { logger.info("finished \(path) as a standard MP4 (\(r.fragments) fragments, \(r.samples) samples, \(r.chapters) chapter\(r.chapters == 1 ? "" : "s"), a \(r.moovBytes)-byte moov) in \(took) ms") }
+            for w in r.warnings { logger.warning("\(w)", metadata: ["RECORDING": "\(path)"]) }
             return true
         } catch {
             logger.error("\(error)", metadata: ["RECORDING": "\(path)"])

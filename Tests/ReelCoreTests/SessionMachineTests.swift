@@ -10,7 +10,7 @@ struct ManualSession {
     enum Delivery {
         case frame(Nanos)                                   // capture time
         case chunk(frames: Int, sample: Int64, time: Nanos)
-        case request(Timeline.Request, at: Nanos?)
+        case request(Timeline.Request, at: Nanos?, label: String? = nil)
         case failed(String)
         case ended(at: Nanos, video: Bool)
     }
@@ -41,6 +41,10 @@ struct ManualSession {
 
     // What the sink received.
     private(set) var videoPTS: [Int64] = []
+    /// Takes begun, as the muxer is told: with video at the pts of their first encoded frame
+    /// (`VideoDecision.encode`'s newTake), without video at their first kept sample (`.beginTake`).
+    private(set) var takes: [Take] = []
+    struct Take: Equatable { var index: Int; var label: String?; var start: Int64 }
     private(set) var videoCaptured: [Nanos] = []
     private(set) var audio: [Run] = []
     private var fifo: [Run] = []
@@ -94,7 +98,7 @@ struct ManualSession {
     }
 
     /// A request arriving at `t` (paced: asked at `t`).
-    mutating func request(_ r: Timeline.Request, at t: Nanos) { add(t, .request(r, at: t)) }
+    mutating func request(_ r: Timeline.Request, at t: Nanos, label: String? = nil) { add(t, .request(r, at: t, label: label)) }
     mutating func deliver(_ d: Delivery, arriving t: Nanos) { add(t, d) }
 
     /// The pipeline loop on the manual clock, until the recording ends or the clock passes `limit`.
@@ -142,7 +146,8 @@ struct ManualSession {
     private mutating func handle(_ event: Delivery) throws {
         switch event {
         case let .frame(t):
-            if case let .encode(pts) = machine.video(at: t) {
+            if case let .encode(pts, newTake) = machine.video(at: t) {
+                if let k = newTake { takes.append(Take(index: k.index, label: k.label, start: pts)) }
                 try encode()
                 videoPTS.append(pts); videoCaptured.append(t)
             }
@@ -156,8 +161,8 @@ struct ManualSession {
                 try machine.audioQueued(frames: take.frames, captureTime: take.time)
                 fifo.append(Run(from: sample + Int64(take.skip), count: Int64(take.frames)))
             }
-        case let .request(r, at):
-            let result = machine.request(r, at: at)
+        case let .request(r, at, label):
+            let result = machine.request(r, at: at, label: label)
             if case .success = result { requestsPublished += 1 }
             replies.append(result)
         case let .failed(msg): machine.sourceFailed(msg)
@@ -171,6 +176,9 @@ struct ManualSession {
             try encode()
             for r in takeFromFIFO(n) { append(r) }
         case let .dropAudio(n): _ = takeFromFIFO(n)
+        case let .beginTake(k, start):
+            XCTAssertEqual(start, audioTotal, "a take begins where the audio output is")
+            takes.append(Take(index: k.index, label: k.label, start: start))
         case let .encodeSilence(n):
             try encode()
             append(Run(from: nil, count: Int64(n)))
@@ -242,6 +250,48 @@ final class SessionMachineTests: XCTestCase {
         // Finished as soon as the stop frame and the audio up to it were in (3.025 s), not later.
         XCTAssertLessThanOrEqual(m.end, t0 + 3045 * ms)
         XCTAssertEqual(m.finalProgress?.segmentDurations, [1_033_333_333, 966_666_667])
+    }
+
+    /// Each take begins on its first frame given to the encoder, at that frame's pts: take 1 at
+    /// 0, a resume's take at the first frame at or after it. A take that kept no frame (paused
+    /// again before its first frame) has no start, and the next keeps its own number.
+    func testTakesBeginOnTheirFirstEncodedFrame() {
+        typealias Take = ManualSession.Take
+        var m = ManualSession(start: t0)
+        m.camera(from: t0, until: t0 + 5 * s, latency: 15 * ms)
+        m.microphone(from: t0, until: t0 + 5 * s, chunk: 480, latency: 25 * ms)
+        m.request(.pause, at: t0 + 1010 * ms)
+        m.request(.resume, at: t0 + 2001 * ms, label: "second")   // frame 61 (2.0333 s)
+        m.request(.pause, at: t0 + 2500 * ms)                     // frame 75
+        m.request(.resume, at: t0 + 3001 * ms)                    // frame 91 (3.0333 s)
+        m.request(.pause, at: t0 + 3010 * ms)                     // also frame 91: take 3 keeps nothing
+        m.request(.resume, at: t0 + 3500 * ms)                    // frame 105 (3.5 s)
+        m.request(.stop, at: t0 + 4000 * ms)
+        m.run(until: t0 + 10 * s)
+        XCTAssertEqual(m.ending, .complete)
+        XCTAssertEqual(m.videoCaptured, frames(0..<31) + frames(61..<75) + frames(105..<120))
+        // Output frames 0, 31 and 45, each 3000 ticks of 1/90000.
+        XCTAssertEqual(m.takes, [Take(index: 1, label: nil, start: 0), Take(index: 2, label: "second", start: 31 * 3000),
+                                 Take(index: 4, label: nil, start: 45 * 3000)])
+        for k in m.takes { XCTAssertTrue(m.videoPTS.contains(k.start), "take \(k.index) starts on an encoded frame") }
+    }
+
+    /// Without video a take begins on its first kept sample, at its output sample number, announced
+    /// before those samples are encoded.
+    func testAudioOnlyTakesBeginOnTheirFirstKeptSample() {
+        typealias Take = ManualSession.Take
+        var m = ManualSession(fps: nil, start: t0)
+        m.microphone(from: t0, until: t0 + 4 * s, chunk: 480, latency: 25 * ms)
+        m.request(.pause, at: t0 + 1000 * ms)
+        m.request(.resume, at: t0 + 2000 * ms, label: "b")
+        m.request(.pause, at: t0 + 2500 * ms)
+        m.request(.resume, at: t0 + 3001 * ms)
+        m.request(.stop, at: t0 + 3500 * ms)
+        m.run(until: t0 + 10 * s)
+        XCTAssertEqual(m.ending, .complete)
+        XCTAssertEqual(m.audio, [Run(from: 0, count: 48000), Run(from: 96000, count: 24000), Run(from: 144048, count: 23952)])
+        XCTAssertEqual(m.takes, [Take(index: 1, label: nil, start: 0), Take(index: 2, label: "b", start: 48000),
+                                 Take(index: 3, label: nil, start: 72000)])
     }
 
     func testStatusIsPublishedAtOnceThenEveryTenthOfASecond() {

@@ -177,6 +177,30 @@ final class TimelineTests: XCTestCase {
         XCTAssertTrue(a.isFinished)
     }
 
+    /// Each kept frame and kept run of samples says which take it belongs to: numbered from 1 by
+    /// start and resumes, with the label given.
+    func testKeptVideoAndAudioSayTheirTake() {
+        var tl = Timeline(start: 0, hasVideo: true, audio: AudioFormat(sampleRate: 1000, channels: 1), label: "first")
+        XCTAssertNil(tl.videoTake)
+        XCTAssertEqual(tl.video(at: 0), .keep(outputTime: 0))
+        XCTAssertEqual(tl.videoTake, Timeline.Take(index: 1, label: "first"))
+        try! tl.request(.pause, at: 10 * ms)
+        XCTAssertEqual(tl.video(at: 40 * ms), .drop)
+        try! tl.request(.resume, at: 100 * ms)
+        XCTAssertEqual(tl.video(at: 120 * ms), .keep(outputTime: 40 * ms))
+        XCTAssertEqual(tl.videoTake, Timeline.Take(index: 2, label: nil))
+        try! tl.request(.pause, at: 130 * ms)
+        try! tl.request(.resume, at: 140 * ms, label: "third")
+        XCTAssertEqual(tl.video(at: 160 * ms), .keep(outputTime: 80 * ms))   // both cuts on this frame: no pause
+        XCTAssertEqual(tl.videoTake, Timeline.Take(index: 3, label: "third"))
+        tl.audioArrived(count: 1000, captureTime: 0)
+        XCTAssertEqual(tl.nextAudioAction(), .keep(40))
+        XCTAssertEqual(tl.audioTake?.index, 1)
+        XCTAssertEqual(tl.nextAudioAction(), .drop(80))
+        XCTAssertEqual(tl.nextAudioAction(), .keep(40))
+        XCTAssertEqual(tl.audioTake?.index, 2)
+    }
+
     func testAFutureStopWaitsForItsFrameAndAudioIsDecidedUpToIt() {
         // A scheduled stop (one-shot recordings, a file's end) lies ahead of the media position.
         let af = AudioFormat(sampleRate: 1000, channels: 1)

@@ -150,6 +150,211 @@ final class MP4FinisherTests: XCTestCase {
         try assertDecodesClean(path)
     }
 
+    // MARK: - Chapters
+
+    /// A 4 s file at 30 fps with takes beginning at these frames (index, label), as the pipeline
+    /// begins them: right after the frame went to the encoder, at its pts (1/90000). `early`: a
+    /// take begun this many frames before its first frame (as x264's lookahead does in the pipeline).
+    @discardableResult
+    func writeTakes(_ path: String, _ takes: [Int64: (index: Int, label: String?)], early: Int64 = 0) throws -> (MP4Writer, Written) {
+        var writer: MP4Writer?
+        let w = try writeTestFile(path: path, fps: Rational(30), rate: 48000, channels: 1, seconds: 4, afterFrame: { n, mp4 in
+            writer = mp4
+            for (k, t) in takes.sorted(by: { $0.key < $1.key }) where k - early == n || (n == 0 && k < early) {
+                try mp4.beginTake(index: t.index, label: t.label, start: k * 3000)
+            }
+        })
+        return (writer!, w)
+    }
+
+    struct Chapter: Equatable { var start: Int64; var end: Int64; var title: String }
+
+    /// The chapters as ffprobe 5.1 reads them, in 1/90000 (it reads the text track's times, over chpl's).
+    func chapters(_ path: String, file: StaticString = #filePath, line: UInt = #line) throws -> [Chapter] {
+        let c = try probe(path, ["-show_chapters"])["chapters"] as! [[String: Any]]
+        for x in c { XCTAssertEqual(x["time_base"] as? String, "1/90000", file: file, line: line) }
+        return c.map { Chapter(start: Int64($0["start"] as! Int), end: Int64($0["end"] as! Int),
+                               title: ($0["tags"] as? [String: Any])?["title"] as? String ?? "") }
+    }
+
+    /// The boxes in `d[range]` (this test's own walker): type and body range.
+    func boxes(_ d: [UInt8], _ r: Range<Int>) -> [(type: String, body: Range<Int>)] {
+        var out: [(type: String, body: Range<Int>)] = [], o = r.lowerBound
+        while o + 8 <= r.upperBound {
+            var n = Int(be32(d, o)), h = 8
+            if n == 1 { n = Int(be32(d, o + 8)) << 32 | Int(be32(d, o + 12)); h = 16 }
+            guard n >= h, o + n <= r.upperBound else { break }
+            out.append((String(decoding: d[(o + 4)..<(o + 8)], as: UTF8.self), (o + h)..<(o + n)))
+            o += n
+        }
+        return out
+    }
+    func be32(_ d: [UInt8], _ o: Int) -> UInt32 { d[o..<(o + 4)].reduce(0) { $0 << 8 | UInt32($1) } }
+    func find(_ d: [UInt8], _ r: Range<Int>, _ path: [String]) -> Range<Int>? {
+        guard let first = path.first else { return r }
+        guard let b = boxes(d, r).first(where: { $0.type == first }) else { return nil }
+        return find(d, b.body, Array(path.dropFirst()))
+    }
+
+    /// Three takes: a QuickTime chapter track and a Nero chpl, read back by ffprobe to the tick,
+    /// by this test's own walker (the text samples where stco says, the references, next_track_ID),
+    /// and by GStreamer (which decodes the same frames as without chapters).
+    func testTakeMarkersBecomeChapters() throws {
+        let path = tempPath("chapters.mp4"), fragmented = path + ".fragmented"
+        let written = try writeTakes(path, [0: (1, nil), 45: (2, "zwei é"), 90: (3, nil)]).1
+        try FileManager.default.copyItem(atPath: path, toPath: fragmented)
+        XCTAssertEqual(try chapters(fragmented), [], "the fragmented file has no chapters")
+        let r = try MP4Finisher.finish(path: path)
+        XCTAssertEqual(r.chapters, 3)
+        XCTAssertEqual(r.warnings, [])
+        XCTAssertEqual(try chapters(path), [Chapter(start: 0, end: 135_000, title: "Take 1"),
+                                            Chapter(start: 135_000, end: 270_000, title: "zwei é"),
+                                            Chapter(start: 270_000, end: 360_000, title: "Take 3")])
+        XCTAssertEqual(try startTimes(path)["video"], "0.000000")
+        XCTAssertEqual(try startTimes(path)["audio"], "0.000000")
+        assertSamePackets(try packets(path), try packets(fragmented), lastAudioDuration: written.audioPackets.last!.duration)
+        try assertDecodesClean(path)
+        try assertGStreamerSameFrames(path, fragmented, rate: 48000, channels: 1)
+
+        let d = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let top = boxes(d, 0..<d.count)
+        XCTAssertEqual(top.map(\.type), ["ftyp", "mdat", "moov"])
+        let moov = top[2].body
+        let traks = boxes(d, moov).filter { $0.type == "trak" }
+        XCTAssertEqual(traks.count, 3)
+        let mvhd = find(d, moov, ["mvhd"])!
+        XCTAssertEqual(be32(d, mvhd.upperBound - 4), 4, "next_track_ID past the chapter track (3)")
+        let text = traks[2].body
+        let tkhd = find(d, text, ["tkhd"])!
+        XCTAssertEqual(be32(d, tkhd.lowerBound) & 0xff_ffff, 0, "chapter track disabled")
+        XCTAssertEqual(be32(d, tkhd.lowerBound + 12), 3, "track id 3")
+        XCTAssertEqual(String(decoding: d[(find(d, text, ["mdia", "hdlr"])!.lowerBound + 8)...].prefix(4), as: UTF8.self), "text")
+        XCTAssertEqual(be32(d, find(d, text, ["mdia", "mdhd"])!.lowerBound + 12), 90_000, "the video's media timescale")
+        XCTAssertEqual(Array(d[find(d, traks[0].body, ["tref", "chap"])!]), [0, 0, 0, 3], "the video track refers to the chapter track")
+        XCTAssertNil(find(d, traks[1].body, ["tref"]), "the audio track does not")
+        // The samples where stco says: length, title, encd (UTF-8).
+        let stbl = find(d, text, ["mdia", "minf", "stbl"])!
+        var at = Int(be32(d, find(d, stbl, ["stco"])!.lowerBound + 8))
+        XCTAssertGreaterThan(at, top[1].body.lowerBound); XCTAssertLessThan(at, top[1].body.upperBound, "inside the mdat")
+        let stsz = find(d, stbl, ["stsz"])!
+        XCTAssertEqual(be32(d, stsz.lowerBound + 8), 3)
+        for (i, title) in ["Take 1", "zwei é", "Take 3"].enumerated() {
+            let size = Int(be32(d, stsz.lowerBound + 12 + 4 * i)), t = Array(title.utf8)
+            XCTAssertEqual(Array(d[at..<(at + size)]), [0, UInt8(t.count)] + t + [0, 0, 0, 12] + Array("encd".utf8) + [0, 0, 1, 0])
+            at += size
+        }
+        // chpl: version 1, 3 chapters, starts in 100 ns.
+        let chpl = Array(d[find(d, moov, ["udta", "chpl"])!])
+        XCTAssertEqual(Array(chpl.prefix(9)), [1, 0, 0, 0, 0, 0, 0, 0, 3])
+        var p = 9, starts: [Int64] = [], titles: [String] = []
+        while p < chpl.count {
+            starts.append(chpl[p..<(p + 8)].reduce(Int64(0)) { $0 << 8 | Int64($1) })
+            let n = Int(chpl[p + 8]); titles.append(String(decoding: chpl[(p + 9)..<(p + 9 + n)], as: UTF8.self)); p += 9 + n
+        }
+        XCTAssertEqual(starts, [0, 15_000_000, 30_000_000])
+        XCTAssertEqual(titles, ["Take 1", "zwei é", "Take 3"])
+
+        // Finishing again changes nothing; stopped after any step and finished again, the same bytes.
+        XCTAssertTrue(try MP4Finisher.finish(path: path).alreadyFinished)
+        XCTAssertEqual([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), d)
+        for step in MP4Finisher.Step.allCases {
+            let q = tempPath("chapters-\(step).mp4")
+            try FileManager.default.copyItem(atPath: fragmented, toPath: q)
+            try MP4Finisher.finish(path: q, stopAfter: step)
+            try assertDecodesClean(q)
+            try MP4Finisher.finish(path: q)
+            XCTAssertEqual([UInt8](try Data(contentsOf: URL(fileURLWithPath: q))), d, "finished again after \(step)")
+        }
+    }
+
+    /// A damaged marker (here an unknown version) is skipped with a warning: its take has no
+    /// chapter, the one before runs on to the next. A damaged first marker leaves an untitled
+    /// chapter from 0, so the chapters still cover the file. A `free` box without the signature is
+    /// no marker.
+    func testDamagedMarkerIsSkipped() throws {
+        let path = tempPath("damaged.mp4")
+        let w = try writeTakes(path, [0: (1, nil), 45: (2, nil), 90: (3, nil)]).0
+        let original = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        func damaged(_ take: Int) throws -> (MP4Finisher.Result, [Chapter]) {
+            var d = original
+            let o = Int(w.takeMarkers.first { $0.index == take }!.fileOffset)
+            d[o + 16] = 9                                      // the version byte
+            let p = tempPath("damaged-\(take).mp4")
+            try Data(d).write(to: URL(fileURLWithPath: p))
+            let r = try MP4Finisher.finish(path: p)
+            try assertDecodesClean(p)
+            return (r, try chapters(p))
+        }
+        let (r2, c2) = try damaged(2)
+        XCTAssertEqual(r2.chapters, 2)
+        guard r2.warnings.count == 1 else { return XCTFail("\(r2.warnings)") }
+        XCTAssertTrue(r2.warnings[0].contains("skipped the take marker at \(w.takeMarkers[1].fileOffset)") && r2.warnings[0].contains("version 9"), r2.warnings[0])
+        XCTAssertEqual(c2, [Chapter(start: 0, end: 270_000, title: "Take 1"), Chapter(start: 270_000, end: 360_000, title: "Take 3")])
+        let (r1, c1) = try damaged(1)
+        XCTAssertEqual(r1.warnings.count, 1)
+        XCTAssertEqual(c1, [Chapter(start: 0, end: 135_000, title: ""), Chapter(start: 135_000, end: 270_000, title: "Take 2"),
+                            Chapter(start: 270_000, end: 360_000, title: "Take 3")])
+
+        // Not a marker: a plain free box (as other tools write) where a marker would be.
+        var d = original
+        let o = Int(w.takeMarkers[1].fileOffset)
+        d[o + 8] = UInt8(ascii: "X")                           // "XeelTake": no signature
+        let p = tempPath("plain-free.mp4")
+        try Data(d).write(to: URL(fileURLWithPath: p))
+        let r = try MP4Finisher.finish(path: p)
+        XCTAssertEqual(r.warnings, [])
+        XCTAssertEqual(try chapters(p).map(\.title), ["Take 1", "Take 3"])
+    }
+
+    /// A `.part` cut (a crash) just after a take's marker, before any fragment of that take (its
+    /// first frame still in the encoder's lookahead): it finishes, that take has no chapter (it
+    /// would start at or after the end), and the last chapter ends where the video ends.
+    func testMarkerPastTheLastCompleteFragment() throws {
+        let path = tempPath("cut-after-marker.mp4")
+        let w = try writeTakes(path, [0: (1, nil), 45: (2, nil), 90: (3, nil)], early: 25).0
+        let m3 = Int(w.takeMarkers.first { $0.index == 3 }!.fileOffset)
+        var d = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let markerEnd = m3 + Int(be32(d, m3))
+        XCTAssertEqual(String(decoding: d[(markerEnd + 4)..<(markerEnd + 8)], as: UTF8.self), "moof")
+        d = Array(d[..<(markerEnd + 100)])                     // and 100 bytes of the next moof
+        try Data(d).write(to: URL(fileURLWithPath: path))
+        let r = try MP4Finisher.finish(path: path)
+        XCTAssertEqual(r.chapters, 2)
+        try assertDecodesClean(path)
+        let c = try chapters(path)
+        // Where the video ends: its last frame's pts plus one frame, from the packets themselves.
+        let v = try probe(path, ["-select_streams", "v", "-show_entries", "packet=pts,duration"])["packets"] as! [[String: Any]]
+        let videoEnd = v.map { Int64($0["pts"] as! Int) + Int64($0["duration"] as! Int) }.max()!
+        XCTAssertLessThan(videoEnd, 270_000, "take 3 has no frame in the file")
+        XCTAssertEqual(c, [Chapter(start: 0, end: 135_000, title: "Take 1"), Chapter(start: 135_000, end: videoEnd, title: "Take 2")])
+        // The marker of take 3 is kept (inside the mdat): issue 13's undo cuts back to such offsets.
+        let f = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        XCTAssertEqual(Array(f[(m3 + 4)..<(m3 + 16)]), Array("freeReelTake".utf8))
+    }
+
+    /// Without video the chapter clock is the audio track's (samples): takes at output samples 0
+    /// and 48000 are chapters at exactly those samples, the last ending where the audio ends.
+    func testAudioOnlyChaptersCountSamples() throws {
+        let path = tempPath("audio-chapters.mp4")
+        let aenc = try AACEncoder(format: AudioFormat(sampleRate: 48000, channels: 1), settings: AACSettings())
+        let mp4 = try MP4Writer(path: path, video: nil, audio: aenc)
+        let pcm = [Int16](repeating: 100, count: 960)
+        for i in 0..<150 {   // 3 s
+            if i == 0 { try mp4.beginTake(index: 1, label: nil, start: 0) }
+            if i == 50 { try mp4.beginTake(index: 2, label: nil, start: 48000) }
+            try pcm.withUnsafeBufferPointer { try aenc.encode(interleaved: $0) { try mp4.writeAudio($0) } }
+        }
+        try aenc.flush { try mp4.writeAudio($0) }
+        try mp4.finish()
+        XCTAssertEqual(try MP4Finisher.finish(path: path).chapters, 2)
+        let c = try probe(path, ["-show_chapters"])["chapters"] as! [[String: Any]]
+        XCTAssertEqual(c.map { $0["time_base"] as? String }, ["1/48000", "1/48000"])
+        XCTAssertEqual(c.map { $0["start"] as? Int }, [0, 48000])
+        XCTAssertEqual(c.map { $0["end"] as? Int }, [48000, 144_000])
+        XCTAssertEqual(c.map { ($0["tags"] as? [String: Any])?["title"] as? String }, ["Take 1", "Take 2"])
+        try assertDecodesClean(path)
+    }
+
     // MARK: - Independent checks
 
     struct Layout { var top: [String] = []; var mdatHeaderLength = 0; var moovBoxes: [String] = []; var versions: [String: [UInt8]] = [:] }

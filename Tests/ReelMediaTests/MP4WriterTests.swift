@@ -208,6 +208,52 @@ final class MP4WriterTests: XCTestCase {
         XCTAssertGreaterThan(size, 0)
     }
 
+    /// Take markers: each a `free` box right after a fragment's mdat (or at the very end, for a take
+    /// begun after the last cut), where `takeMarkers` says, holding the take's index, start (in the
+    /// video track's 1/90000) and label; with them cut out the file is byte for byte the one written
+    /// without them, and ffprobe reads the same packets.
+    func testTakeMarkersSitBetweenFragmentsAndChangeNothingElse() throws {
+        let plain = tempPath("no-takes.mp4"), path = tempPath("takes.mp4")
+        try writeTestFile(path: plain, fps: Rational(30), rate: 48000, channels: 1, seconds: 4)
+        let takes: [Int64: (index: Int, label: String?)] = [0: (1, nil), 45: (2, "zwei é"), 90: (3, nil), 119: (4, nil)]
+        var writer: MP4Writer?
+        try writeTestFile(path: path, fps: Rational(30), rate: 48000, channels: 1, seconds: 4, afterFrame: { n, mp4 in
+            writer = mp4
+            if let t = takes[n] { try mp4.beginTake(index: t.index, label: t.label, start: n * 3000) }
+        })
+        let d = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        func u32(_ o: Int) -> Int { Int(d[o]) << 24 | Int(d[o + 1]) << 16 | Int(d[o + 2]) << 8 | Int(d[o + 3]) }
+        var boxes: [(type: String, offset: Int, size: Int)] = []
+        var o = 0
+        while o + 8 <= d.count { boxes.append((String(decoding: d[(o + 4)..<(o + 8)], as: UTF8.self), o, u32(o))); o += u32(o) }
+        XCTAssertEqual(o, d.count)
+        let markers = boxes.enumerated().filter { $0.element.type == "free" && $0.offset > 1 }
+        XCTAssertEqual(markers.map(\.element.offset), writer!.takeMarkers.map { Int($0.fileOffset) })
+        XCTAssertEqual(writer!.takeMarkers.map(\.index), [1, 2, 3, 4])
+        var stripped: [UInt8] = []
+        var kept = 0
+        for (i, m) in markers {
+            XCTAssertEqual(boxes[i - 1].type, "mdat", "marker \(i) follows a fragment")
+            XCTAssertTrue(i + 1 == boxes.count || boxes[i + 1].type == "moof", "marker \(i) comes before the next fragment")
+            let body = Array(d[(m.offset + 8)..<(m.offset + m.size)])
+            XCTAssertEqual(Array(body.prefix(9)), Array("ReelTake".utf8) + [1])
+            let index = body[9..<13].reduce(0) { $0 << 8 | Int($1) }, start = body[13..<21].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+            let n = takes.first { $0.value.index == index }!.key
+            XCTAssertEqual(start, n * 3000, "take \(index) starts at its frame's pts in 1/90000")
+            XCTAssertEqual(String(decoding: body[21...], as: UTF8.self), takes[n]!.label ?? "")
+            stripped += d[kept..<m.offset]; kept = m.offset + m.size
+        }
+        stripped += d[kept...]
+        XCTAssertEqual(boxes.last?.type, "free", "take 4 began after the last cut: its marker follows the last fragment")
+        XCTAssertEqual(stripped, [UInt8](try Data(contentsOf: URL(fileURLWithPath: plain))), "without its markers, the file written without takes")
+        func packets(_ p: String) throws -> String {
+            String(decoding: try shell(["ffprobe", "-v", "error", "-show_data_hash", "crc32", "-show_entries",
+                                        "packet=stream_index,pts,dts,duration,flags,data_hash", "-of", "csv", p]).out, as: UTF8.self)
+        }
+        XCTAssertEqual(try packets(path), try packets(plain))
+        XCTAssertGreaterThan(try packets(path).split(separator: "\n").count, 200)
+    }
+
     /// Video whose first frame arrives one frame after audio sample 0 keeps that gap (an empty edit).
     func testLateVideoStartIsKept() throws {
         let path = tempPath("late-video.mp4")

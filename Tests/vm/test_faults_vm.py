@@ -201,7 +201,8 @@ def test_power_cut_while_finishing(vm_ready, reel_bin_dir, signal_wav, hold):
     """The power is cut while reeld finishes a stopped two-take recording, after the finisher
     wrote its new moov (or its mdat header) and before it synced it (REEL_TEST_FINISH_HOLD): what
     the disk holds finishes at the next start into a standard MP4 that decodes clean, keeps all
-    but 1.5 s of both takes, and has one chapter per take."""
+    but 1.5 s of both takes, and has one chapter per take (Take 1 from 0, Take 2 where the
+    first ends)."""
     work = tempfile.mkdtemp(prefix="reel-finishcut-", dir="/tmp")
     try:
         img = os.path.join(work, "disk.img")
@@ -228,6 +229,12 @@ def test_power_cut_while_finishing(vm_ready, reel_bin_dir, signal_wav, hold):
         vspan, aspan = packet_span(final, "video"), len(decode_audio(final)) / RATE
         print(f"power cut holding after '{hold}': recovered {vspan:.2f} s video, {aspan:.2f} s audio of {recorded:.2f} s")
         assert min(vspan, aspan) >= recorded - 1.5, (vspan, aspan, recorded, rlog)
+        ch = json.loads(subprocess.run(["ffprobe", "-v", "error", "-show_chapters", "-of", "json", final],
+                                       stdout=subprocess.PIPE, text=True, check=True).stdout)["chapters"]
+        titles = [c.get("tags", {}).get("title") for c in ch]
+        assert titles == ["Take 1", "Take 2"], ch
+        assert float(ch[0]["start_time"]) == 0 and float(ch[0]["end_time"]) == float(ch[1]["start_time"]), ch
+        assert 0.5 < float(ch[1]["start_time"]) < float(ch[1]["end_time"]) <= vspan + 0.1, (ch, vspan)
     finally:
         if not os.environ.get("REEL_VM_KEEP"):
             shutil.rmtree(work, ignore_errors=True)

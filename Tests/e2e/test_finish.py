@@ -3,6 +3,7 @@ and reeld killed after each step of finishing (REEL_TEST_FINISH_STOP_AFTER, test
 that plays, which the next start-up finishes. The box layout is read by this file's own walker, not
 the finisher's parser."""
 
+import json
 import os
 import struct
 import subprocess
@@ -97,7 +98,11 @@ def test_killed_at_each_finish_step_plays_then_recovers_finished(reeld, tmp_path
     os.makedirs(out)
     r = reeld(f"stop-{step}", size="320x180", _env={"REEL_TEST_FINISH_STOP_AFTER": step}, **{"output-dir": out})
     r.ctl("start", "--name", "k")
-    time.sleep(2.5)  # the recording's length
+    time.sleep(1.2)  # the takes' lengths (two takes: two chapters to recover)
+    r.ctl("pause")
+    time.sleep(0.3)
+    r.ctl("resume")
+    time.sleep(1.2)
     r.ctl("stop", expect_ok=False)   # reeld ends itself (_exit 99) right after the step
     assert r.proc.wait(timeout=30) == 99, r.log_tail()
     part = os.path.join(out, "k.mp4.part")
@@ -115,6 +120,9 @@ def test_killed_at_each_finish_step_plays_then_recovers_finished(reeld, tmp_path
     assert os.path.exists(final) and not os.path.exists(part), os.listdir(out)
     assert_finished(final)
     assert start_times(final) == {"video": "0.000000", "audio": "0.000000"}
+    ch = json.loads(subprocess.run(["ffprobe", "-v", "error", "-show_chapters", "-of", "json", final],
+                                   capture_output=True, text=True, timeout=30, check=True).stdout)["chapters"]
+    assert [c["tags"]["title"] for c in ch] == ["Take 1", "Take 2"], ch
     assert_plays(final)
     rep = rv.analyze(final)
     assert rv.defects_cut_short(rep) == [], rv.format_report(rep)

@@ -79,10 +79,32 @@ extension V4L2Device {
                 info.menu.append(CameraControlMenuEntry(index: index, name: type == .menu ? cString(m.name) : "\(m.value)"))
             }
         }
-        if type != .button, type != .string, flags & UInt32(V4L2_CTRL_FLAG_WRITE_ONLY) == 0 {
-            info.value = try? read(id: id, wide: type == .int64).get()
+        if type != .button, flags & UInt32(V4L2_CTRL_FLAG_WRITE_ONLY) == 0 {
+            if type == .string { info.text = readText(id: id, maxLength: max) } else { info.value = try? read(id: id, wide: type == .int64).get() }
         }
         return info
+    }
+
+    /// A string control's text (VIDIOC_G_EXT_CTRLS with a buffer of max + 1 bytes), or nil.
+    private func readText(id: UInt32, maxLength: Int64) -> String? {
+        guard maxLength >= 0, maxLength < 65536 else { return nil }
+        var buf = [CChar](repeating: 0, count: Int(maxLength) + 1)
+        var cs = v4l2_ext_controls()
+        cs.which = UInt32(V4L2_CTRL_WHICH_CUR_VAL)
+        cs.count = 1
+        // Unsafe pointers: `buf` and `c` outlive the one call that writes through them.
+        let e = buf.withUnsafeMutableBufferPointer { b -> Int32 in
+            var c = v4l2_ext_control()
+            c.id = id
+            c.size = UInt32(b.count)
+            c.string = b.baseAddress
+            return withUnsafeMutablePointer(to: &c) { p -> Int32 in
+                cs.controls = p
+                return ioctl(creel_vidioc_g_ext_ctrls(), &cs)
+            }
+        }
+        guard e == 0 else { return nil }
+        return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// One control's current value (VIDIOC_G_EXT_CTRLS), or the errno.

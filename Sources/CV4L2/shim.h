@@ -19,3 +19,10 @@ static inline unsigned long creel_vidioc_qbuf(void) { return VIDIOC_QBUF; }
 static inline unsigned long creel_vidioc_dqbuf(void) { return VIDIOC_DQBUF; }
 static inline unsigned long creel_vidioc_streamon(void) { return VIDIOC_STREAMON; }
 static inline unsigned long creel_vidioc_streamoff(void) { return VIDIOC_STREAMOFF; }
+/// Camera controls (V4L2Controls.swift).
+static inline unsigned long creel_vidioc_queryctrl(void) { return VIDIOC_QUERYCTRL; }
+static inline unsigned long creel_vidioc_query_ext_ctrl(void) { return VIDIOC_QUERY_EXT_CTRL; }
+static inline unsigned long creel_vidioc_querymenu(void) { return VIDIOC_QUERYMENU; }
+static inline unsigned long creel_vidioc_g_ext_ctrls(void) { return VIDIOC_G_EXT_CTRLS; }
+static inline unsigned long creel_vidioc_s_ext_ctrls(void) { return VIDIOC_S_EXT_CTRLS; }
+static inline unsigned long creel_vidioc_try_ext_ctrls(void) { return VIDIOC_TRY_EXT_CTRLS; }

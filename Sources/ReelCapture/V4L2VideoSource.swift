@@ -4,6 +4,7 @@ import Logging
 import ReelCore
 import ReelMedia
 import ReelSystem
+import Synchronization
 
 /// `--video /dev/videoN`: a V4L2 camera through libv4l2, mmap streaming, a poll-driven dequeue
 /// loop on its own thread. Each dequeued buffer is copied (or MJPEG-decoded) into a pool slot
@@ -11,7 +12,10 @@ import ReelSystem
 /// listing what the camera offers; the frame rate is read back after setting it.
 ///
 /// @unchecked Sendable: `device` and `decoder` are used by the initialiser, then only by the
-/// capture thread (launched once by `start`); the rest is immutable or guarded by CaptureThread.
+/// capture thread (launched once by `start`), except the control ioctls `controls()` and
+/// `setControls` make on the same fd from the control path under `deviceOpen` (V4L2 and libv4l2
+/// allow an ioctl from another thread; the lock only keeps the fd from being closed under them);
+/// the rest is immutable or guarded by CaptureThread.
 public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sendable {
     public let path: String
     public let request: CameraRequest
@@ -24,9 +28,17 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
     private let logger: Logger
     private let bufferCount: Int
     private let planes: [(rows: Int, src: Int, dst: Int)]
+    /// True until the capture thread closes the device; held by the control path around its
+    /// ioctls (briefly: never held by the capture loop itself).
+    private let deviceOpen = Mutex(true)
+    /// `/dev/video0 (vivid)`, for messages.
+    public let camera: String
 
     /// `poolSlots` nil: about a second of frames (`FramePool.liveVideoSlots`).
-    public init(path: String, request: CameraRequest, logger: Logger, poolSlots: Int? = nil) throws {
+    /// `controls` are set once the format is (config then `reelctl set` overrides); one that is
+    /// unknown, out of range or refused fails the open with an error naming it.
+    public init(path: String, request: CameraRequest, logger: Logger, poolSlots: Int? = nil,
+                controls: [CameraControlAssignment] = []) throws {
         let dev = try V4L2Device(path: path)
         let cap = try dev.queryCapability()
         guard cap.isCapture, cap.canStream else {
@@ -44,8 +56,11 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
         guard actual == request.fps else {
             throw CaptureError("\(path) (\(cap.card)) runs \(request.width)x\(request.height) \(request.pixelFormat.rawValue) at \(actual) fps, not the requested \(request.fps) (the driver clamped it): use --fps \(actual) or a smaller --size")
         }
+        let set = try dev.apply(controls, camera: "\(path) (\(cap.card))")
+        if !set.isEmpty { logger.info("camera \(path): \(set.map { "\($0.name)=\($0.value.map($0.show) ?? "?")" }.joined(separator: " "))") }
         bufferCount = try dev.setUpBuffers(count: 6)
         device = dev
+        camera = "\(path) (\(cap.card))"
         self.path = path
         self.request = request
         self.logger = logger
@@ -75,13 +90,28 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
     public func start(at t0: Nanos, sink: any MediaSink) {
         launch { [self] in
             let failure = capture(sink: sink)
-            device.close()  // every fd closed first, so a disconnected node can come back
+            deviceOpen.withLock { open in open = false; device.close() }  // every fd closed first, so a disconnected node can come back
             if let msg = failure {
                 logger.error("\(msg)")
                 // The one blocking delivery: a terminal event that must not be dropped.
                 _ = sink.deliver(.sourceFailed(msg), wait: true)
             }
         }
+    }
+
+    /// The camera's controls, read on the open fd from the calling thread; nil once the capture
+    /// thread has closed the device (the caller then opens it briefly itself).
+    public func controls() -> [CameraControlInfo]? {
+        deviceOpen.withLock { open in open ? device.queryControls() : nil }
+    }
+
+    /// Sets controls on the open fd while recording (see `V4L2Device.apply`); nil once closed.
+    public func setControls(_ assignments: [CameraControlAssignment]) throws(CaptureError) -> [CameraControlInfo]? {
+        let r: Result<[CameraControlInfo], CaptureError>? = deviceOpen.withLock { open in
+            guard open else { return nil }
+            do throws(CaptureError) { return .success(try device.apply(assignments, camera: camera)) } catch { return .failure(error) }
+        }
+        return try r?.get()
     }
 
     /// The capture loop; returns a failure message when the camera failed, nil when stopped.

@@ -416,6 +416,10 @@ public struct DaemonSettings: Sendable {
     public var filePath: String?
     /// Things that are not errors but probably mistakes (a REEL_ variable close to a setting's name).
     public private(set) var warnings: [String] = []
+    /// `[camera.controls]`: set at every open of a V4L2 camera, in file order. Only the form
+    /// of each name and the type of each value are checked here; the camera checks the rest
+    /// when it is opened (`start` fails naming the line).
+    public private(set) var cameraControls: [CameraControlAssignment] = []
 
     public static let defaultConfigPath = "/etc/reel/reeld.toml"
 
@@ -444,6 +448,9 @@ public struct DaemonSettings: Sendable {
             }
         }
         for (k, v) in flags { try s.set(k, v, origin: .flag(k.flag)) }
+        if !s.cameraControls.isEmpty, case .camera = s.videoSource {} else if !s.cameraControls.isEmpty {
+            s.warnings.append("[camera.controls] in \(s.filePath ?? "the config file") is ignored: the video source is \(show(s.string(.video))), not a V4L2 camera")
+        }
         let known = Set(SettingKey.allCases.map(\.environmentVariable) + ["REEL_CONFIG"])
         for name in environment.keys.sorted() where name.hasPrefix("REEL_") && !known.contains(name) && !name.hasPrefix("REEL_TEST_") {
             if let near = closest(to: String(name.dropFirst(5))) {
@@ -503,6 +510,10 @@ public struct DaemonSettings: Sendable {
         for (key, line) in keys {
             let origin = SettingOrigin.file(path: path, line: line)
             let value = table[key]!
+            if key == Self.cameraTable {
+                try applyCamera(table, origin: origin, path: path)
+                continue
+            }
             guard let k = SettingKey(rawValue: key) else {
                 // A known key under a [table] header: reeld.toml has no tables.
                 if value.type == .table, let inner = value.tableKeys.sorted().first(where: { SettingKey(rawValue: $0) != nil }) {
@@ -538,6 +549,56 @@ public struct DaemonSettings: Sendable {
             }
             try set(k, v, origin: origin)
         }
+    }
+
+    static let cameraTable = "camera"
+
+    /// `[camera.controls]`: one `NAME = VALUE` per control, NAME as v4l2-ctl spells it, VALUE an
+    /// integer, true/false or a string (a menu entry's name). Nothing else may be under `camera`.
+    mutating func applyCamera(_ table: TOMLDocument, origin: SettingOrigin, path: String) throws(ConfigError) {
+        let fix = "write camera controls under a [camera.controls] header, one NAME = VALUE per line, e.g. brightness = 140"
+        guard table.isOpenTable(Self.cameraTable) else {
+            let found = table[Self.cameraTable].map { Self.typeName($0.type) } ?? "nothing"
+            throw ConfigError.at(origin, key: Self.cameraTable, "expected a [camera.controls] table, found \(found) (\(fix))")
+        }
+        var seen: [String: Int] = [:]
+        var found: [CameraControlAssignment] = []
+        for e in table.tableEntries where e.table.first == Self.cameraTable {
+            let full = e.table + e.key
+            let at = SettingOrigin.file(path: path, line: e.line)
+            let shown = full.joined(separator: ".")
+            guard full.count == 3, full[1] == "controls" else {
+                throw ConfigError.at(at, key: Self.show(shown, quoted: false), "not read: under [camera] only [camera.controls] is (\(fix))")
+            }
+            let name = full[2]
+            let key = "camera.controls.\(Self.show(name, quoted: false))"
+            guard CameraControls.isWellFormedName(name) else {
+                let want = CameraControls.name(name)
+                let hint = want.isEmpty ? "" : " (did you mean '\(want)'?)"
+                throw ConfigError.at(at, key: key, "\(Self.show(name)) is not a control name as 'reelctl controls' (and v4l2-ctl) spell them: lowercase letters, digits and single '_'\(hint)")
+            }
+            if let first = seen[name] {
+                throw ConfigError.at(at, key: key, "set twice, first on line \(first) (keep one)")
+            }
+            seen[name] = e.line
+            let input: CameraControlInput
+            switch e.value.type {
+            case .int: input = .int(Int64(e.value.int!))
+            case .bool: input = .bool(e.value.bool!)
+            case .string:
+                let t = e.value.string!
+                if t.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) {
+                    throw ConfigError.at(at, key: key, "\(Self.show(t)) contains a control character (remove it)")
+                }
+                input = .text(t)
+            default:
+                var hint = ""
+                if e.value.type == .double { hint = " (controls take whole numbers, e.g. \(Int(exactly: (e.value.double ?? 0).rounded()) ?? 0))" }
+                throw ConfigError.at(at, key: key, "expected an integer, true/false or a string (a menu entry), found \(Self.typeName(e.value.type))\(hint)")
+            }
+            found.append(CameraControlAssignment(name: name, input: input, origin: "\(at): [camera.controls] \(name)"))
+        }
+        cameraControls = found
     }
 
     /// The file as text, or an error naming the line of the first byte that cannot be in a config
@@ -774,6 +835,15 @@ public struct DaemonSettings: Sendable {
 
     /// One line per key: `key = value  # origin`, for `reeld --check-config`.
     public var report: String {
-        SettingKey.allCases.map { "\($0.rawValue) = \(values[$0]!)  # \(origins[$0]!)" }.joined(separator: "\n")
+        var lines = SettingKey.allCases.map { "\($0.rawValue) = \(values[$0]!)  # \(origins[$0]!)" }
+        if !cameraControls.isEmpty {
+            lines.append("[camera.controls]")
+            for c in cameraControls {
+                let v: String
+                if case let .text(t) = c.input { v = "\"\(t)\"" } else { v = c.input.description }
+                lines.append("\(c.name) = \(v)  # \(c.origin.components(separatedBy: ": [camera").first ?? c.origin)")
+            }
+        }
+        return lines.joined(separator: "\n")
     }
 }

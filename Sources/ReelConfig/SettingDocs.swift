@@ -29,8 +29,26 @@ public enum SettingDocs {
                 out += "\(key.rawValue) = \(toml(key.defaultValue, kind: key.kind))\n"
             }
         }
+        out += "\n" + cameraControlsDoc
         return out
     }
+
+    /// The one table of reeld.toml, last (a TOML table takes every key after its header).
+    static let cameraControlsDoc = """
+    # --- Camera controls -------------------------------------------------------------------------
+    # V4L2 controls set on the camera each time reeld opens it (for a recording, and for
+    # `reelctl controls`/`set` while idle), named as `reelctl controls` and `v4l2-ctl -l` list them.
+    # A value is an integer, true/false, or a string: a menu entry's name ("50 Hz") or its index.
+    # `reelctl set NAME=VALUE` changes one live; it wins over this table until reeld restarts.
+    # A control the camera does not have, or a value out of its range, makes `start` fail with an
+    # error naming this file and line (`reelctl controls` still works). Only [camera.controls] is
+    # read under [camera]; ignored unless the video source is a camera. For example:
+    # [camera.controls]
+    # brightness = 140
+    # white_balance_automatic = false
+    # power_line_frequency = "50 Hz"
+
+    """
 
     /// The settings for `reeld --help`: each flag with its help, allowed values, default,
     /// variable and file key, wrapped to `width` columns.

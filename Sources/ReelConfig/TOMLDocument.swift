@@ -5,10 +5,11 @@
 /// `t = 1979-05-27T%07:32:00Z` (found by `make fuzz`), also on a SIGHUP reload in the middle of a
 /// recording; it also never freed a parsed table, and cut keys at a `\u0000`.
 ///
-/// The whole TOML syntax is read and checked, but only the root table is kept: reeld.toml holds
-/// strings, integers and arrays of strings; anything else (a table, a float, a date, ...) is only
+/// The whole TOML syntax is read and checked, but only the root table and the plain values set
+/// inside tables (`tableEntries`, for `[camera.controls]`) are kept: reeld.toml holds strings,
+/// integers, booleans and arrays of strings; anything else (a float, a date, ...) is only
 /// recognised, so that the error can name what was found. Inside a table only the syntax is
-/// checked: any table is refused anyway, as an unknown key or a value of the wrong type.
+/// checked; reeld refuses any table but `[camera.controls]`, as an unknown key or a value of the wrong type.
 public struct TOMLDocument: Sendable {
     /// A value's TOML type, named as TOML (and TOMLKit) name it in messages.
     public enum ValueType: String, Sendable, CustomStringConvertible {
@@ -31,6 +32,8 @@ public struct TOMLDocument: Sendable {
         public var string: String?
         /// The value of an integer.
         public var int: Int?
+        /// The value of a boolean.
+        public var bool: Bool?
         /// The value of a float (for a hint such as "write a whole number, e.g. 8").
         public var double: Double?
         /// The elements of an array (tables inside are `.table` without content).
@@ -57,6 +60,17 @@ public struct TOMLDocument: Sendable {
 
     /// The root table's keys, in the order they first appear.
     public private(set) var keys: [String] = []
+    /// Every `key = value` inside a table, in file order: its table's path (from the
+    /// `[a.b]` header, or the first parts of a dotted key at the root), its own key path and line.
+    /// For `[camera.controls]`, the one table reeld.toml has.
+    public private(set) var tableEntries: [TableEntry] = []
+
+    public struct TableEntry: Sendable, Equatable {
+        public var table: [String]
+        public var key: [String]
+        public var value: Value
+        public var line: Int
+    }
     private var entries: [String: Entry] = [:]
 
     private struct Entry: Sendable {
@@ -70,6 +84,10 @@ public struct TOMLDocument: Sendable {
 
     public subscript(key: String) -> Value? { entries[key]?.value }
 
+    /// Whether root `key` is a table opened by a `[key...]` header or a dotted key (whose
+    /// entries are in `tableEntries`), not an inline `{...}` value or an array of tables.
+    public func isOpenTable(_ key: String) -> Bool { entries[key]?.openTable ?? false }
+
     /// The line where `key` is first defined (its `key = ...`, `key.x = ...` or `[key...]`).
     public func line(of key: String) -> Int? { entries[key]?.line }
 
@@ -78,6 +96,10 @@ public struct TOMLDocument: Sendable {
     public init(parsing text: String) throws(SyntaxError) {
         var reader = Reader(Array(text.utf8))
         try reader.document(into: &self)
+    }
+
+    fileprivate mutating func addTableEntry(table: [String], key: [String], value: Value, line: Int) {
+        tableEntries.append(TableEntry(table: table, key: key, value: value, line: line))
     }
 
     /// Records `inner` as one of root table `key`'s own keys.
@@ -224,6 +246,8 @@ private struct Reader {
         var atRoot = true
         /// Under a `[key]` header: the root table whose own keys the following lines set.
         var section: String?
+        /// Under any `[a.b]` header (not `[[a]]`): its path.
+        var headerPath: [String]?
         while !atEnd {
             skipBlanks()
             let start = i
@@ -237,13 +261,18 @@ private struct Reader {
                 if path.count > 1 { doc.addTableKey(path[0], path[1]) }
                 atRoot = false
                 section = path.count == 1 && !isArray ? path[0] : nil
+                headerPath = isArray ? nil : path
             default:
                 let (path, value) = try keyValue(depth: 0)
                 if atRoot {
                     if let problem = doc.define(path, value, arrayHeader: false, line: line(at: start)) { throw fail(problem, at: start) }
-                    if path.count > 1 { doc.addTableKey(path[0], path[1]) }
-                } else if let section {
-                    doc.addTableKey(section, path[0])
+                    if path.count > 1 {
+                        doc.addTableKey(path[0], path[1])
+                        doc.addTableEntry(table: Array(path.dropLast()), key: [path.last!], value: value, line: line(at: start))
+                    }
+                } else {
+                    if let section { doc.addTableKey(section, path[0]) }
+                    if let headerPath { doc.addTableEntry(table: headerPath, key: path, value: value, line: line(at: start)) }
                 }
             }
             skipBlanks()
@@ -322,7 +351,9 @@ private struct Reader {
         case UInt8(ascii: "{"): return try inlineTable(depth: depth)
         case UInt8(ascii: "t") where at("true"), UInt8(ascii: "f") where at("false"):
             i += c == UInt8(ascii: "t") ? 4 : 5
-            return TOMLDocument.Value(.bool)
+            var v = TOMLDocument.Value(.bool)
+            v.bool = c == UInt8(ascii: "t")
+            return v
         case UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "i"), UInt8(ascii: "n"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             return try numberOrDate()
         default:

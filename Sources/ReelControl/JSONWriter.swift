@@ -1,3 +1,4 @@
+import ReelCore
 /// Writes compact JSON with keys in a fixed, documented order (Foundation's JSONEncoder on
 /// Linux orders keys by hash, which makes replies hard to read and to compare).
 struct JSONWriter {
@@ -115,6 +116,18 @@ extension Request: OrderedJSON {
             if let id { o.field("id", id) }
             o.field("cmd", cmd.rawValue)
             if let name { o.field("name", name) }
+            if let args {
+                o.key("args")
+                o.object { a in
+                    for (k, v) in args.sorted(by: { $0.key < $1.key }) {
+                        switch v {
+                        case let .int(i): a.field(k, i)
+                        case let .bool(b): a.field(k, b)
+                        case let .text(t): a.field(k, t)
+                        }
+                    }
+                }
+            }
         }
     }
 }
@@ -178,6 +191,10 @@ extension Reply: OrderedJSON {
                 devices.write(to: &o)
             }
             if let subscribed { o.field("subscribed", subscribed) }
+            if let controls {
+                o.key("controls")
+                o.array(controls) { a, c in c.write(to: &a) }
+            }
             if let error {
                 o.key("error")
                 error.write(to: &o)
@@ -241,6 +258,32 @@ extension DeviceList: OrderedJSON {
                     o.field("offer", d.offer)
                 }
             }
+        }
+    }
+}
+
+extension CameraControlInfo: OrderedJSON {
+    func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.field("name", name)
+            o.field("label", label)
+            o.field("id", id)
+            o.field("type", type.rawValue)
+            o.field("min", min)
+            o.field("max", max)
+            o.field("step", step)
+            o.field("default", defaultValue)
+            o.field("value", value)
+            if type == .string { o.field("text", text) }
+            o.key("menu")
+            o.array(menu) { a, m in
+                a.object { o in
+                    o.field("index", m.index)
+                    o.field("name", m.name)
+                }
+            }
+            o.key("flags")
+            o.array(flags) { a, f in a.string(f) }
         }
     }
 }

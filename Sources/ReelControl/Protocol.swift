@@ -7,6 +7,8 @@ public let protocolVersion = 1
 /// What a client asks the daemon to do.
 public enum Command: String, Codable, Sendable, CaseIterable {
     case start, pause, resume, stop, status, devices
+    /// Lists the camera's controls; `set` changes some (`args`), while idle or recording.
+    case controls, set
     /// Turns the connection into a stream of `ControlEvent` lines (handled by the server itself).
     case events
 }
@@ -19,12 +21,15 @@ public struct Request: Codable, Sendable, Equatable {
     public var cmd: Command
     /// Only meaningful for `start`: the base name of the file to record.
     public var name: String?
+    /// Only meaningful for `set`: control name -> value (`{"brightness": 200, "white_balance_automatic": false}`).
+    public var args: [String: CameraControlInput]?
 
-    public init(v: Int = protocolVersion, id: Int? = nil, cmd: Command, name: String? = nil) {
+    public init(v: Int = protocolVersion, id: Int? = nil, cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil) {
         self.v = v
         self.id = id
         self.cmd = cmd
         self.name = name
+        self.args = args
     }
 }
 
@@ -229,6 +234,8 @@ public struct Reply: Codable, Sendable, Equatable {
     public var devices: DeviceList?
     /// `events` only: true once the connection has become an event stream.
     public var subscribed: Bool?
+    /// `controls`: every control of the camera; `set`: the controls set, as read back.
+    public var controls: [CameraControlInfo]?
 
     public init(v: Int = protocolVersion, id: Int? = nil, ok: Bool, file: String? = nil,
                 status: StatusInfo? = nil, error: ControlError? = nil, devices: DeviceList? = nil,
@@ -320,7 +327,13 @@ public enum Wire {
         if let name = envelope.name, cmd == .start, let problem = nameProblem(name) {
             return bad(problem)
         }
-        return .success(Request(v: v, id: id, cmd: cmd, name: cmd == .start ? envelope.name : nil))
+        if !envelope.argsValid {
+            return bad("bad \"args\": must be an object of control names and values, each an integer, true/false or a string (e.g. {\"brightness\":200})")
+        }
+        if cmd == .set, envelope.args?.isEmpty ?? true {
+            return bad("'set' needs \"args\": the controls to set, e.g. {\"brightness\":200} (see 'reelctl controls')")
+        }
+        return .success(Request(v: v, id: id, cmd: cmd, name: cmd == .start ? envelope.name : nil, args: cmd == .set ? envelope.args : nil))
     }
 
     /// Why `name` cannot be a recording's base name, or nil if it can. The daemon may apply
@@ -345,8 +358,10 @@ public enum Wire {
         var cmd: String?
         var name: String?
         var nameValid = true
+        var args: [String: CameraControlInput]?
+        var argsValid = true
 
-        enum CodingKeys: String, CodingKey { case v, id, cmd, name }
+        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args }
 
         init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -361,6 +376,10 @@ public enum Wire {
             if c.contains(.name), (try? c.decodeNil(forKey: .name)) != true {
                 name = try? c.decode(String.self, forKey: .name)
                 nameValid = name != nil
+            }
+            if c.contains(.args), (try? c.decodeNil(forKey: .args)) != true {
+                args = try? c.decode([String: CameraControlInput].self, forKey: .args)
+                argsValid = args != nil
             }
         }
     }

@@ -38,6 +38,9 @@ public struct RecorderConfig: Sendable {
     /// Program and arguments run after each completed recording, with the file's path appended (empty: none).
     public var onFinish: [String] = []
     public var onFinishTimeoutNs: Nanos = 120 * nanosPerSecond
+    /// Camera controls set at every open of a V4L2 camera, in order: `[camera.controls]` from
+    /// the config file, then what `reelctl set` changed since reeld started (later wins).
+    public var cameraControls: [CameraControlAssignment] = []
     public init(outputDir: String, video: Video, audio: Audio, paced: Bool, h264: H264Settings, aac: AACSettings,
                 driftLock: Bool = true) {
         self.outputDir = outputDir; self.video = video; self.audio = audio; self.paced = paced; self.h264 = h264; self.aac = aac
@@ -183,7 +186,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         case .none: vs = nil
         case let .test(f): vs = TestVideoSource(format: f, paced: config.paced)
         case let .y4m(path, _): vs = try FileVideoSource(path: path, paced: config.paced)
-        case let .v4l2(device, request): vs = try V4L2VideoSource(path: device, request: request, logger: logger)
+        case let .v4l2(device, request): vs = try V4L2VideoSource(path: device, request: request, logger: logger, controls: config.cameraControls)
         }
         switch config.audio {
         case .none: aso = nil
@@ -222,6 +225,9 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             self.syncer = syncer
         } else { syncer = nil }
     }
+
+    /// The camera this recording captures from, for `controls` and `set` while recording.
+    package var camera: V4L2VideoSource? { videoSource as? V4L2VideoSource }
 
     package var sourceDescriptions: (video: String?, audio: String?) { (videoSource?.description, audioSource?.description) }
 

@@ -41,6 +41,9 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     public let events = EventBus()
     /// Errors by kind since start-up, for the metrics file.
     public let errors = ErrorCounts()
+    /// What `reelctl set` changed since start-up, in order (buttons are not kept: a press is
+    /// not replayed). Applied after the config's `[camera.controls]` at every open of the camera.
+    private var controlOverrides: [CameraControlAssignment] = []
 
     public init(config: RecorderConfig, logger: Logger, health: HealthMonitor = HealthMonitor(),
                 onStateChange: @escaping @Sendable (String) -> Void = { _ in }) {
@@ -62,6 +65,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             var r = Reply(v: protocolVersion, id: request.id, ok: true)
             r.devices = listCaptureDevices()
             return r
+        case .controls: return listControls(id: request.id)
+        case .set: return setControls(request.args ?? [:], id: request.id)
         case .events:
             // The server answers `events` itself (ControlServer.attach(events:)).
             return failure(request.id, .failed("'events' reached the recorder instead of the control server (a bug in reeld; see its log)"))
@@ -133,7 +138,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         if let s = monitor.withLock({ session }) {
             return failure(id, .wrongState("cannot start: already recording \(s.partPath) (run 'reelctl stop' first)"))
         }
-        let config = self.config  // one configuration for the whole recording
+        var config = self.config  // one configuration for the whole recording
+        config.cameraControls += monitor.withLock { controlOverrides }
         let paths: (part: String, final: String)
         switch outputPaths(name: name, dir: config.outputDir) {
         case let .success(p): paths = p
@@ -280,6 +286,78 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             emitError("recording \(s.partPath) ended with an error: \(e)", .recording)
         }
         stateChanged(file: nil)
+    }
+
+    // MARK: Camera controls
+
+    /// The camera `controls`/`set` act on: the recording's when recording, else the configured
+    /// one; or why there is none.
+    private func cameraPath(_ config: RecorderConfig) -> Result<String, ControlError> {
+        let need = "controls need a V4L2 camera (video = \"/dev/videoN\"; see 'reelctl devices')"
+        switch config.video {
+        case let .v4l2(device, _): return .success(device)
+        case .test: return .failure(.failed("the test source has no controls; \(need)"))
+        case let .y4m(path, _): return .failure(.failed("the video file y4m:\(path) has no controls; \(need)"))
+        case .none: return .failure(.failed("there is no video source (video = \"none\"); \(need)"))
+        }
+    }
+
+    /// `controls`: on the recording's open fd while recording, else by opening the camera briefly
+    /// (after applying the config and earlier `set`s, as a recording would).
+    private func listControls(id: Int?) -> Reply {
+        let (s, config, overrides) = monitor.withLock { (session, currentConfig, controlOverrides) }
+        if let list = s?.camera?.controls() { return controlsReply(id, list) }
+        let path: String
+        switch cameraPath(s?.config ?? config) {
+        case let .success(p): path = p
+        case let .failure(e): return failure(id, e)
+        }
+        do {
+            let (list, warning) = try CameraControlAccess.list(path: path, base: config.cameraControls + overrides)
+            if let warning { logger.warning("camera controls from the config were not all applied (the next 'start' fails with this): \(warning)") }
+            return controlsReply(id, list)
+        } catch {
+            return failure(id, .failed("cannot list the controls of camera \(path): \(error)"))
+        }
+    }
+
+    /// `set`: checks every value against the camera's own description, then sets them all in one
+    /// call, on the open fd while recording (the capture thread never waits), else by opening the
+    /// camera briefly. What was set is kept and applied again at every later open.
+    private func setControls(_ args: [String: CameraControlInput], id: Int?) -> Reply {
+        let assignments = args.sorted { $0.key < $1.key }.map { CameraControlAssignment(name: $0.key, input: $0.value, origin: "") }
+        let (s, config, overrides) = monitor.withLock { (session, currentConfig, controlOverrides) }
+        let set: [CameraControlInfo]
+        do {
+            if let live = try s?.camera?.setControls(assignments) {
+                set = live
+            } else {
+                let path: String
+                switch cameraPath(s?.config ?? config) {
+                case let .success(p): path = p
+                case let .failure(e): return failure(id, e)
+                }
+                set = try CameraControlAccess.set(path: path, base: config.cameraControls + overrides, assignments)
+            }
+        } catch {
+            logger.warning("reelctl set: \(error)")
+            return failure(id, .failed("\(error)"))
+        }
+        monitor.withLock {
+            for a in assignments {
+                guard let info = set.first(where: { $0.name == a.name }), info.type != .button else { continue }
+                controlOverrides.removeAll { $0.name == a.name }
+                controlOverrides.append(a)
+            }
+        }
+        logger.notice("camera controls set: \(set.map { "\($0.name)=\($0.value.map($0.show) ?? "?")" }.joined(separator: " "))")
+        return controlsReply(id, set)
+    }
+
+    private func controlsReply(_ id: Int?, _ list: [CameraControlInfo]) -> Reply {
+        var r = Reply(v: protocolVersion, id: id, ok: true)
+        r.controls = list
+        return r
     }
 
     // MARK: Helpers

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReelControl
+import ReelCore
 
 /// Options every subcommand accepts, before or after its name.
 struct GlobalOptions: ParsableArguments {
@@ -29,13 +30,14 @@ func printError(_ message: String) {
 
 /// Sends one request and returns the successful reply; on any failure prints the reason and
 /// exits 1 (refused by reeld) or 2 (could not talk to reeld).
-func perform(_ cmd: Command, name: String? = nil, options: GlobalOptions, defaultTimeoutSeconds: Int = 15) throws -> Reply {
+func perform(_ cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil, options: GlobalOptions,
+             defaultTimeoutSeconds: Int = 15) throws -> Reply {
     let path = SocketPath.resolve(explicit: options.socket, environment: ProcessInfo.processInfo.environment)
     let timeoutMs = (options.timeout ?? defaultTimeoutSeconds) * 1000
     let reply: Reply
     do {
         let client = try ControlClient(path: path)
-        reply = try client.send(Request(id: 1, cmd: cmd, name: name), timeoutMs: timeoutMs)
+        reply = try client.send(Request(id: 1, cmd: cmd, name: name, args: args), timeoutMs: timeoutMs)
     } catch {
         printError("\(error)")
         throw ExitCode(ExitStatus.usage)

@@ -74,4 +74,52 @@ final class ConfigTests: XCTestCase {
             XCTAssertEqual(s.values[k], k.defaultValue, "config/reeld.toml's \(k.rawValue) differs from the built-in default")
         }
     }
+
+    // MARK: [camera.controls]
+
+    func testCameraControlsTableIsReadInFileOrderWithLines() throws {
+        let path = try file("""
+        video = "/dev/video0"
+        [camera.controls]
+        exposure_time_absolute = 250
+        white_balance_automatic = false
+        power_line_frequency = "50 Hz"
+
+        """)
+        let s = try DaemonSettings.resolve(configPath: path, environment: [:], flags: [:])
+        XCTAssertEqual(s.cameraControls, [
+            CameraControlAssignment(name: "exposure_time_absolute", input: .int(250), origin: "\(path):3: [camera.controls] exposure_time_absolute"),
+            CameraControlAssignment(name: "white_balance_automatic", input: .bool(false), origin: "\(path):4: [camera.controls] white_balance_automatic"),
+            CameraControlAssignment(name: "power_line_frequency", input: .text("50 Hz"), origin: "\(path):5: [camera.controls] power_line_frequency"),
+        ])
+        XCTAssertEqual(s.warnings, [])
+        XCTAssertTrue(s.report.hasSuffix("[camera.controls]\nexposure_time_absolute = 250  # \(path):3\nwhite_balance_automatic = false  # \(path):4\npower_line_frequency = \"50 Hz\"  # \(path):5"), s.report)
+        // The dotted form at the root means the same.
+        let dotted = try file("camera.controls.brightness = 140\n")
+        XCTAssertEqual(try DaemonSettings.resolve(configPath: dotted, environment: [:], flags: [.video: .string("/dev/video2")]).cameraControls.map(\.input), [.int(140)])
+    }
+
+    func testCameraControlsErrorsNameFileLineKeyAndFix() throws {
+        let p1 = try file("[camera.controls]\nBrightness = 1\n")
+        XCTAssertEqual(error(p1), "\(p1):2: key 'camera.controls.Brightness': 'Brightness' is not a control name as 'reelctl controls' (and v4l2-ctl) spell them: lowercase letters, digits and single '_' (did you mean 'brightness'?)")
+        let p2 = try file("[camera.controls]\nbrightness = 1.5\n")
+        XCTAssertEqual(error(p2), "\(p2):2: key 'camera.controls.brightness': expected an integer, true/false or a string (a menu entry), found a floating-point number (controls take whole numbers, e.g. 2)")
+        let p3 = try file("[camera.controls]\nbrightness = 1\ncontrast = 2\nbrightness = 3\n")
+        XCTAssertEqual(error(p3), "\(p3):4: key 'camera.controls.brightness': set twice, first on line 2 (keep one)")
+        let p4 = try file("crf = 20\n[camera]\nexposure = 3\n")
+        XCTAssertEqual(error(p4), "\(p4):3: key 'camera.exposure': not read: under [camera] only [camera.controls] is (write camera controls under a [camera.controls] header, one NAME = VALUE per line, e.g. brightness = 140)")
+        let p5 = try file("camera = { controls = { brightness = 1 } }\n")
+        XCTAssertEqual(error(p5), "\(p5):1: key 'camera': expected a [camera.controls] table, found a table (write camera controls under a [camera.controls] header, one NAME = VALUE per line, e.g. brightness = 140)")
+        let p6 = try file("[camera.controls]\nbrightness = [1]\n")
+        XCTAssertEqual(error(p6)?.hasPrefix("\(p6):2: key 'camera.controls.brightness': expected an integer, true/false or a string (a menu entry), found an array"), true)
+        // Other tables are still refused as before.
+        let p7 = try file("[encoder]\npreset = \"fast\"\n")
+        XCTAssertEqual(error(p7)?.hasPrefix("\(p7):1: key 'encoder': reeld.toml has no tables"), true)
+    }
+
+    func testCameraControlsWithoutACameraAreIgnoredWithAWarning() throws {
+        let path = try file("video = \"test\"\n[camera.controls]\nbrightness = 1\n")
+        let s = try DaemonSettings.resolve(configPath: path, environment: [:], flags: [:])
+        XCTAssertEqual(s.warnings, ["[camera.controls] in \(path) is ignored: the video source is 'test', not a V4L2 camera"])
+    }
 }

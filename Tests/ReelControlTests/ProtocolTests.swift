@@ -1,4 +1,5 @@
 import Foundation
+import ReelCore
 import XCTest
 
 @testable import ReelControl
@@ -89,5 +90,33 @@ final class JSONWriterTests: XCTestCase {
         let empty = StatusInfo(state: .stopping, file: "", segments: [], recordedNs: 0, frames: 0, droppedFrames: 0,
                                audioSamples: 0, lastFile: nil, lastError: nil, video: "", audio: "", uptimeNs: Int64.max)
         XCTAssertEqual(try JSONDecoder().decode(StatusInfo.self, from: Data(try Wire.line(empty))), empty)
+    }
+
+    func testControlsAndSetRequestsAndReplies() throws {
+        guard case let .success(r) = Wire.parseRequest(Array(#"{"v":1,"id":3,"cmd":"set","args":{"brightness":200,"white_balance_automatic":false,"power_line_frequency":"50 Hz"}}"#.utf8)) else {
+            return XCTFail("set did not parse")
+        }
+        XCTAssertEqual(r.args, ["brightness": .int(200), "white_balance_automatic": .bool(false), "power_line_frequency": .text("50 Hz")])
+        XCTAssertEqual(try Wire.text(r), #"{"v":1,"id":3,"cmd":"set","args":{"brightness":200,"power_line_frequency":"50 Hz","white_balance_automatic":false}}"#)
+        guard case let .success(c) = Wire.parseRequest(Array(#"{"v":1,"cmd":"controls","args":{"x":1}}"#.utf8)) else { return XCTFail() }
+        XCTAssertNil(c.args, "args only travel with set")
+        for (line, want) in [(#"{"v":1,"cmd":"set"}"#, "'set' needs \"args\""), (#"{"v":1,"cmd":"set","args":{}}"#, "'set' needs \"args\""),
+                             (#"{"v":1,"cmd":"set","args":{"a":1.5}}"#, "bad \"args\""), (#"{"v":1,"cmd":"set","args":[1]}"#, "bad \"args\"")] {
+            guard case let .failure(e) = Wire.parseRequest(Array(line.utf8)) else { XCTFail(line); continue }
+            XCTAssertEqual(e.error.code, ControlError.Code.badRequest)
+            XCTAssertTrue(e.error.message.hasPrefix(want), e.error.message)
+        }
+        var reply = Reply(id: 3, ok: true)
+        reply.controls = [CameraControlInfo(name: "power_line_frequency", label: "Power Line Frequency", id: 0x0098_0918, type: .menu, min: 0, max: 2,
+                                            step: 1, defaultValue: 1, value: 1, menu: [.init(index: 0, name: "Disabled"), .init(index: 1, name: "50 Hz")])]
+        let text = try Wire.text(reply)
+        XCTAssertEqual(text, #"{"v":1,"id":3,"ok":true,"controls":[{"name":"power_line_frequency","label":"Power Line Frequency","id":9963800,"type":"menu","min":0,"max":2,"step":1,"default":1,"value":1,"menu":[{"index":0,"name":"Disabled"},{"index":1,"name":"50 Hz"}],"flags":[]}]}"#)
+        XCTAssertEqual(try JSONDecoder().decode(Reply.self, from: Data(text.utf8)), reply)
+        XCTAssertEqual(ControlsText.render(reply.controls!), """
+                   power_line_frequency 0x00980918 (menu)   : min=0 max=2 default=1 value=1 (50 Hz)
+                                        0: Disabled
+                                        1: 50 Hz
+
+        """)
     }
 }

@@ -347,6 +347,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         case let .completeWithSilence(n):
             if n > 0 { logger.warning("audio source delivered no samples for the last \(n) frames; filled with silence") }
             try encodeSilence(n)
+        case let .lengthCapReached(cap):
+            logger.notice("\(partPath) reached its length cap of \(formatDuration(cap)); stopping")
         case .finish: break  // run() ends the loop
         }
     }

@@ -200,6 +200,23 @@ final class TimelineTakesTests: XCTestCase {
         XCTAssertEqual(r.tl.takes.map(\.duration), [1000 * ms, 1000 * ms])
     }
 
+    func testAudioOnlyCapAndUndo() {
+        var tl = Timeline(start: 0, hasVideo: false, audio: af, maxDuration: 1500 * ms)
+        tl.audioArrived(count: 4000, captureTime: 0)
+        try! tl.request(.pause, at: 1000 * ms)
+        try! tl.request(.resume, at: 2000 * ms)
+        let u = try! tl.undo(at: 2200 * ms)
+        XCTAssertEqual(u.take, 2)
+        try! tl.request(.resume, at: 2500 * ms)
+        tl.advance(to: 4000 * ms)
+        var actions: [Timeline.AudioAction] = []
+        while let a = tl.nextAudioAction() { actions.append(a) }
+        XCTAssertEqual(actions, [.keep(1000), .drop(1500), .keep(500), .drop(1000)])
+        XCTAssertTrue(tl.capReached)
+        XCTAssertTrue(tl.isFinished)
+        XCTAssertEqual(tl.takes.map(\.duration), [1000 * ms, 500 * ms])
+    }
+
     func testWithACapAnUndoOfATakeWhoseStartIsPendingWaitsForIt() {
         // Cap 1.2 s, video 300 ms late. The resume at 1000 ms and the undo at 1100 ms come before
         // the resume's frame: the undo is settled when it arrives (asked before X = 1.2 s + ...).

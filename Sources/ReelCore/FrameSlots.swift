@@ -14,6 +14,12 @@ public struct FrameSlots: Sendable {
 
     public init(fps: Rational) { self.fps = fps }
 
+    /// The output was cut back (an undone take): the slots after `lastSlot` are free again
+    /// (`lastSlot` is what it was before the removed take's first frame).
+    public mutating func rollBack(to lastSlot: Int64?) {
+        self.lastSlot = lastSlot
+    }
+
     /// The slot for a frame at output time `out` (ns), or nil: drop it, its slot is taken.
     public mutating func place(_ out: Nanos) -> Int64? {
         let slot = rescale(out, fps.num, nanosPerSecond * fps.den)

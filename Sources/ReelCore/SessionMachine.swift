@@ -22,6 +22,13 @@
 /// - Video. A kept frame takes the output frame slot nearest its output time (`FrameSlots`); a
 ///   taken slot drops it. Its pts is that slot in the encoder's time base, forced strictly
 ///   increasing (each fix counted).
+/// - Undo (`undo`): the timeline removes the last take; the frame slots, the last pts and the
+///   frame count roll back to what they were before that take's first encoded frame, so the next
+///   take's first frame takes the slot the removed one's first frame had. The returned `Rollback`
+///   is performed at once by the driver (cut the file back, drop what the encoders hold of it).
+/// - Length cap (`Configuration.maxDuration`): the timeline stops the recording at the cap; the
+///   first action after its stop resolved that way is `.lengthCapReached`.
+/// - Every take undone and stopped: the recording finishes as `.nothingKept` (no file).
 /// - Audio. Sample numbers count from the source's first chunk; a jump (samples lost) is filled
 ///   with silence in place and counted, an overlap is skipped, never duplicated. Audio delivered
 ///   but not yet decided may not exceed `audioBacklogLimit` frames: past it the recording fails
@@ -61,6 +68,8 @@ public struct SessionMachine: Sendable {
         public var publishInterval: Nanos = 100_000_000
         /// Frames of audio that may wait for video to decide the cuts (the pending FIFO's size).
         public var audioBacklogLimit: Int
+        /// The length cap: kept output (ns, > 0) at which the recording stops by itself.
+        public var maxDuration: Nanos?
 
         public init(videoFPS: Rational?, videoTimeBase: Rational = Rational(1, 90_000), audio: AudioFormat?, paced: Bool) {
             self.videoFPS = videoFPS
@@ -96,6 +105,27 @@ public struct SessionMachine: Sendable {
         case sourceFailed(String)
         /// Ended at once; the file holds what was written before.
         case failed(Failure)
+        /// Stopped with every take undone: nothing is kept, there is no file (remove the .part).
+        case nothingKept
+    }
+
+    /// What an undo removed and what the driver cuts back, at once: the muxer's output and what
+    /// the encoders hold. Media of the removed take still to come are dropped by later decisions.
+    public struct Rollback: Equatable, Sendable {
+        /// The removed take's number (the next take gets it) and label.
+        public var take: Int
+        public var label: String?
+        /// Every video packet with this pts or later belonged to the removed take: it goes, from
+        /// the file and from the encoder; nil when no frame of it was encoded (nothing to cut).
+        public var videoPTS: Int64?
+        /// Frames of it given to the encoder.
+        public var framesRemoved: Int64
+        /// The audio output is cut back to this many samples (per channel, from the start of the
+        /// file); the samples after it (`samplesRemoved`, encoded or inside the encoder) go.
+        public var audioSamples: Int64
+        public var samplesRemoved: Int64
+        /// The removed take's output start (ns), nil when its start cut was still pending.
+        public var outputStart: Nanos?
     }
 
     public enum VideoDecision: Equatable, Sendable {
@@ -135,6 +165,8 @@ public struct SessionMachine: Sendable {
         case completeWithSilence(Int)
         /// The pipeline is done: finish the file. Nothing follows.
         case finish(Ending)
+        /// The recording was stopped by the length cap (`maxDuration`, ns): say so (log, status).
+        case lengthCapReached(Nanos)
     }
 
     /// What status shows of the recording; the driver adds what only it knows (bytes written,
@@ -151,6 +183,11 @@ public struct SessionMachine: Sendable {
         public var audioFilledSamples: Int64
         public var timestampFixes: Int
         public var sourceError: String?
+        /// The kept takes (numbered, labelled, output start and duration) for status and chapters.
+        public var takes: [Timeline.Take] = []
+        /// Output time left before the cap (nil: no cap); true once the cap stopped the recording.
+        public var remaining: Nanos? = nil
+        public var capReached = false
     }
 
     public let configuration: Configuration
@@ -177,6 +214,12 @@ public struct SessionMachine: Sendable {
     private var failure: Failure?
     private var lastPublish: Nanos?
     private var stopResolvedAt: Nanos?
+    private var capReported = false
+    /// Per take with an encoded frame: what to restore when it is undone.
+    private struct TakeMark: Sendable {
+        var take: Int, slotBefore: Int64?, ptsBefore: Int64, outputBefore: Nanos?, firstPTS: Int64, frames: Int64
+    }
+    private var takeMarks: [TakeMark] = []
     private enum Stage { case drain, latch, publish, stop, finishing(Ending), waiting, ended }
     private var stage = Stage.drain
     /// True once `.finish` was returned: the driver's loop is over.
@@ -185,10 +228,11 @@ public struct SessionMachine: Sendable {
     /// - Parameters:
     ///   - start: the instant recording starts (the start cut resolves on the next frame).
     ///   - schedule: requests at fixed times after `start` (one-shot recordings).
-    ///   - label: the first take's label (nil: none).
+    ///   - label: the first take's label.
     public init(_ configuration: Configuration, start: Nanos, schedule: [(Timeline.Request, Nanos)] = [], label: String? = nil) {
         self.configuration = configuration
-        timeline = Timeline(start: start, hasVideo: configuration.videoFPS != nil, audio: configuration.audio, label: label)
+        timeline = Timeline(start: start, hasVideo: configuration.videoFPS != nil, audio: configuration.audio, label: label,
+                            maxDuration: configuration.maxDuration)
         for (r, at) in schedule { _ = try? timeline.request(r, at: start + at) }
         slots = configuration.videoFPS.map { FrameSlots(fps: $0) }
     }
@@ -213,11 +257,35 @@ public struct SessionMachine: Sendable {
         do { return .success(try timeline.request(r, at: t ?? timeline.horizon, label: label)) } catch { return .failure(error) }
     }
 
+    /// Undo the last take, at the instant it was asked (nil: at the media position reached).
+    /// Accepted: perform the `Rollback` at once (before the next event), publish, then answer.
+    public mutating func undo(at t: Nanos?) -> Result<Rollback, Timeline.RequestError> {
+        let u: Timeline.Undo
+        do { u = try timeline.undo(at: t ?? timeline.horizon) } catch { return .failure(error) }
+        var rb = Rollback(take: u.take, label: u.label, videoPTS: nil, framesRemoved: 0, audioSamples: u.audioOutput,
+                          samplesRemoved: u.samplesRemoved, outputStart: u.outputStart)
+        // Only the last take can be undone, so its mark (if any frame of it was encoded) is the last.
+        if let mark = takeMarks.last, mark.take == u.take {
+            takeMarks.removeLast()
+            slots?.rollBack(to: mark.slotBefore)
+            lastVideoPts = mark.ptsBefore
+            lastKeptOutput = mark.outputBefore
+            framesEncoded -= mark.frames
+            rb.videoPTS = mark.firstPTS
+            rb.framesRemoved = mark.frames
+        }
+        // Without video the next take is announced again under the removed take's number.
+        lastTake = min(lastTake, u.take - 1)
+        return .success(rb)
+    }
+
     /// A video frame captured at `time`.
     public mutating func video(at time: Nanos) -> VideoDecision {
         guard case let .keep(out) = timeline.video(at: time), let fps = configuration.videoFPS else { return .drop }
         // The output frame slot nearest the capture time: a camera's timestamps jitter, so they
         // are snapped to the frame grid; a frame whose slot is taken is dropped (see FrameSlots).
+        let before = TakeMark(take: timeline.lastKeptTake ?? 0, slotBefore: slots?.lastSlot, ptsBefore: lastVideoPts,
+                              outputBefore: lastKeptOutput, firstPTS: 0, frames: 0)
         guard let slot = slots?.place(out) else { return .drop }
         let tb = configuration.videoTimeBase
         var pts = rescale(slot, tb.den * fps.den, fps.num * tb.num)
@@ -226,9 +294,19 @@ public struct SessionMachine: Sendable {
         lastKeptOutput = out
         framesEncoded += 1
         // The first frame of its take that reaches the encoder (a frame whose slot was taken does not).
-        var newTake: Timeline.Take? = nil
-        if let take = timeline.videoTake, take.index > lastTake { lastTake = take.index; newTake = take }
+        let newTake = markTake(before, pts: pts) ? timeline.videoTake : nil
         return .encode(pts: pts, newTake: newTake)
+    }
+
+    /// Counts an encoded frame in its take, remembering at its first what an undo restores.
+    /// True when the frame is its take's first.
+    private mutating func markTake(_ before: TakeMark, pts: Int64) -> Bool {
+        if takeMarks.last?.take == before.take { takeMarks[takeMarks.count - 1].frames += 1; return false }
+        var m = before
+        m.firstPTS = pts
+        m.frames = 1
+        takeMarks.append(m)
+        return true
     }
 
     /// A chunk of `frames` audio frames whose first is source sample `sample`, captured at `time`.
@@ -296,8 +374,8 @@ public struct SessionMachine: Sendable {
                     case let .silence(n): action = .encodeSilence(n); kept = n
                     }
                     // Without video a take begins on its first kept sample (or owed silence).
-                    if configuration.videoFPS == nil, let take = timeline.audioTake, take.index > lastTake {
-                        lastTake = take.index
+                    if configuration.videoFPS == nil, let take = timeline.audioTake, take.number > lastTake {
+                        lastTake = take.number
                         heldAction = action
                         return .beginTake(take, start: timeline.audioOutput - Int64(kept))
                     }
@@ -306,6 +384,11 @@ public struct SessionMachine: Sendable {
                 stage = .latch
             case .latch:
                 stage = .publish
+                if timeline.capReached, !capReported, let cap = configuration.maxDuration {
+                    capReported = true
+                    stage = .latch
+                    return .lengthCapReached(cap)
+                }
                 if let msg = sourceFailure, !sourceFailureHandled {
                     sourceFailureHandled = true
                     if timeline.phase != .stopped { _ = try? timeline.request(.stop, at: timeline.horizon) }
@@ -322,7 +405,7 @@ public struct SessionMachine: Sendable {
             case .stop:
                 guard timeline.isStopResolved else { stage = .waiting; return nil }
                 if stopResolvedAt == nil { stopResolvedAt = now }
-                let ending: Ending = sourceFailure.map { .sourceFailed($0) } ?? .complete
+                let ending: Ending = timeline.keepsNothing ? .nothingKept : sourceFailure.map { .sourceFailed($0) } ?? .complete
                 if timeline.isFinished { stage = .ended; return .finish(ending) }
                 let audioDone = queueWasEmpty && (configuration.audio == nil || sourceExited(false))
                 guard audioDone || now - stopResolvedAt! > configuration.stopGrace else { stage = .waiting; return nil }
@@ -356,6 +439,7 @@ public struct SessionMachine: Sendable {
                         recordedNs: recorded, frames: framesEncoded,
                         droppedFrames: Int64(timeline.videoNonMonotonic) + Int64(slots?.collisions ?? 0),
                         audioSamples: timeline.audioOutput, audioFilledSamples: audioFilled,
-                        timestampFixes: ptsFixes + timeline.videoOutputFixes, sourceError: sourceFailure)
+                        timestampFixes: ptsFixes + timeline.videoOutputFixes, sourceError: sourceFailure,
+                        takes: timeline.takes, remaining: timeline.remaining, capReached: timeline.capReached)
     }
 }

@@ -351,13 +351,15 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
                 try aac.encode(interleaved: samples) { try mux.writeAudio($0) }
             }
         case let .dropAudio(n): fifo.discard(n)
-        case let .beginTake(t, start): try mux.beginTake(index: t.index, label: t.label, start: start)
+        case let .beginTake(t, start): try mux.beginTake(index: t.number, label: t.label, start: start)
         case let .encodeSilence(n): try encodeSilence(n)
         case let .stopForSourceFailure(msg): logger.error("\(msg); finishing the recording \(partPath)")
         case .publish: publish()
         case let .completeWithSilence(n):
             if n > 0 { logger.warning("audio source delivered no samples for the last \(n) frames; filled with silence") }
             try encodeSilence(n)
+        case let .lengthCapReached(cap):
+            logger.notice("\(partPath) reached its length cap of \(formatDuration(cap)); stopping")
         case .finish: break  // run() ends the loop
         }
     }
@@ -377,7 +379,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             defer { videoSource!.pool.release(slot) }
             guard case let .encode(pts, newTake) = machine.video(at: time), let h264, let converter else { return }
             // The take's marker goes into the file at the next fragment boundary (chapters at stop).
-            if let t = newTake { try mux.beginTake(index: t.index, label: t.label, start: pts) }
+            if let t = newTake { try mux.beginTake(index: t.number, label: t.label, start: pts) }
             let frame = try converter.convert(UnsafeRawBufferPointer(videoSource!.pool.buffer(slot)))
             try h264.encode(frame, pts: pts) { try mux.writeVideo($0) }
         case let .media(.audio(slot, frames, sample, time)):

@@ -40,6 +40,19 @@ final class FrameSlotsTests: XCTestCase {
         XCTAssertEqual(slots.last, 30_029)   // frame 29 999 at 29 999 / 0.999 = 30 029.03 slots: 30 left empty
     }
 
+    /// An undone take: the slots it took are free again, the next frame takes the first of them.
+    func testRollBackFreesTheSlotsOfARemovedTake() {
+        var s = FrameSlots(fps: fps)
+        for k: Int64 in 0..<10 { _ = s.place(frameNs(k)) }
+        let before = s.lastSlot
+        for k: Int64 in 10..<20 { _ = s.place(frameNs(k)) }
+        s.rollBack(to: before)
+        XCTAssertEqual(s.place(frameNs(10)), 10)
+        XCTAssertEqual(s.collisions, 0)
+        s.rollBack(to: nil)
+        XCTAssertEqual(s.place(0), 0)
+    }
+
     /// Jitter past half a frame: a late frame takes the next slot and the frame that belonged there
     /// is dropped; the frames after it are back on their own slots (no cascade).
     func testJitterDoesNotCascade() {

@@ -11,6 +11,7 @@ struct ManualSession {
         case frame(Nanos)                                   // capture time
         case chunk(frames: Int, sample: Int64, time: Nanos)
         case request(Timeline.Request, at: Nanos?, label: String? = nil)
+        case undo(at: Nanos?)
         case failed(String)
         case ended(at: Nanos, video: Bool)
     }
@@ -51,6 +52,8 @@ struct ManualSession {
     private(set) var published: [Nanos] = []
     private(set) var requestsPublished = 0
     private(set) var replies: [Result<Timeline.Phase, Timeline.RequestError>] = []
+    private(set) var undoReplies: [Result<SessionMachine.Rollback, Timeline.RequestError>] = []
+    private(set) var capReached: [Nanos] = []
     private(set) var warnings: [String] = []
     private(set) var stoppedForSourceFailure: [String] = []
     private(set) var ending: SessionMachine.Ending?
@@ -61,10 +64,12 @@ struct ManualSession {
     private var failedAt: Nanos?
 
     init(fps: Rational? = Rational(30), audio: AudioFormat? = AudioFormat(sampleRate: 48000, channels: 1), paced: Bool = true,
-         start: Nanos, schedule: [(Timeline.Request, Nanos)] = []) {
+         start: Nanos, schedule: [(Timeline.Request, Nanos)] = [], maxDuration: Nanos? = nil) {
         video = fps.map { VideoFormat(width: 64, height: 36, fps: $0, pixelFormat: .i420) }
         audioFormat = audio
-        machine = SessionMachine(.init(videoFPS: fps, audio: audio, paced: paced), start: start, schedule: schedule)
+        var config = SessionMachine.Configuration(videoFPS: fps, audio: audio, paced: paced)
+        config.maxDuration = maxDuration
+        machine = SessionMachine(config, start: start, schedule: schedule)
         clock = start
         lastVideoArrival = start
     }
@@ -99,6 +104,7 @@ struct ManualSession {
 
     /// A request arriving at `t` (paced: asked at `t`).
     mutating func request(_ r: Timeline.Request, at t: Nanos, label: String? = nil) { add(t, .request(r, at: t, label: label)) }
+    mutating func undo(at t: Nanos) { add(t, .undo(at: t)) }
     mutating func deliver(_ d: Delivery, arriving t: Nanos) { add(t, d) }
 
     /// The pipeline loop on the manual clock, until the recording ends or the clock passes `limit`.
@@ -147,7 +153,7 @@ struct ManualSession {
         switch event {
         case let .frame(t):
             if case let .encode(pts, newTake) = machine.video(at: t) {
-                if let k = newTake { takes.append(Take(index: k.index, label: k.label, start: pts)) }
+                if let k = newTake { takes.append(Take(index: k.number, label: k.label, start: pts)) }
                 try encode()
                 videoPTS.append(pts); videoCaptured.append(t)
             }
@@ -165,6 +171,22 @@ struct ManualSession {
             let result = machine.request(r, at: at, label: label)
             if case .success = result { requestsPublished += 1 }
             replies.append(result)
+        case let .undo(at):
+            let result = machine.undo(at: at)
+            undoReplies.append(result)
+            guard case let .success(rb) = result else { return }
+            // The muxer cuts back: video packets from the removed take's first pts, audio to the count.
+            if let from = rb.videoPTS {
+                let keep = videoPTS.count - videoPTS.filter { $0 >= from }.count
+                if videoPTS.count - keep != Int(rb.framesRemoved) { sinkErrors.append("rollback removes \(videoPTS.count - keep) frames, said \(rb.framesRemoved)") }
+                videoPTS.removeLast(videoPTS.count - keep); videoCaptured.removeLast(videoCaptured.count - keep)
+            } else if rb.framesRemoved != 0 { sinkErrors.append("frames removed without a pts") }
+            if audioTotal - rb.audioSamples != rb.samplesRemoved { sinkErrors.append("rollback removes \(audioTotal - rb.audioSamples) samples, said \(rb.samplesRemoved)") }
+            var left = rb.audioSamples
+            audio = audio.compactMap { r in
+                guard left > 0 else { return nil }
+                var r = r; r.count = min(r.count, left); left -= r.count; return r
+            }
         case let .failed(msg): machine.sourceFailed(msg)
         case let .ended(at, isVideo): _ = machine.sourceEnded(at: at, isVideo: isVideo)
         }
@@ -178,12 +200,13 @@ struct ManualSession {
         case let .dropAudio(n): _ = takeFromFIFO(n)
         case let .beginTake(k, start):
             XCTAssertEqual(start, audioTotal, "a take begins where the audio output is")
-            takes.append(Take(index: k.index, label: k.label, start: start))
+            takes.append(Take(index: k.number, label: k.label, start: start))
         case let .encodeSilence(n):
             try encode()
             append(Run(from: nil, count: Int64(n)))
         case let .stopForSourceFailure(msg): stoppedForSourceFailure.append(msg)
         case .publish: published.append(clock)
+        case let .lengthCapReached(cap): capReached.append(cap)
         case let .completeWithSilence(n):
             if n > 0 { warnings.append("filled \(n) with silence") }
             try encode()

@@ -183,22 +183,22 @@ final class TimelineTests: XCTestCase {
         var tl = Timeline(start: 0, hasVideo: true, audio: AudioFormat(sampleRate: 1000, channels: 1), label: "first")
         XCTAssertNil(tl.videoTake)
         XCTAssertEqual(tl.video(at: 0), .keep(outputTime: 0))
-        XCTAssertEqual(tl.videoTake, Timeline.Take(index: 1, label: "first"))
+        XCTAssertEqual(tl.videoTake?.number, 1); XCTAssertEqual(tl.videoTake?.label, "first")
         try! tl.request(.pause, at: 10 * ms)
         XCTAssertEqual(tl.video(at: 40 * ms), .drop)
         try! tl.request(.resume, at: 100 * ms)
         XCTAssertEqual(tl.video(at: 120 * ms), .keep(outputTime: 40 * ms))
-        XCTAssertEqual(tl.videoTake, Timeline.Take(index: 2, label: nil))
+        XCTAssertEqual(tl.videoTake?.number, 2); XCTAssertEqual(tl.videoTake?.label, nil)
         try! tl.request(.pause, at: 130 * ms)
         try! tl.request(.resume, at: 140 * ms, label: "third")
         XCTAssertEqual(tl.video(at: 160 * ms), .keep(outputTime: 80 * ms))   // both cuts on this frame: no pause
-        XCTAssertEqual(tl.videoTake, Timeline.Take(index: 3, label: "third"))
+        XCTAssertEqual(tl.videoTake?.number, 3); XCTAssertEqual(tl.videoTake?.label, "third")
         tl.audioArrived(count: 1000, captureTime: 0)
         XCTAssertEqual(tl.nextAudioAction(), .keep(40))
-        XCTAssertEqual(tl.audioTake?.index, 1)
+        XCTAssertEqual(tl.audioTake?.number, 1)
         XCTAssertEqual(tl.nextAudioAction(), .drop(80))
         XCTAssertEqual(tl.nextAudioAction(), .keep(40))
-        XCTAssertEqual(tl.audioTake?.index, 2)
+        XCTAssertEqual(tl.audioTake?.number, 2)
     }
 
     func testAFutureStopWaitsForItsFrameAndAudioIsDecidedUpToIt() {

@@ -49,13 +49,14 @@ def field(entry, name):
 
 
 def decodes_clean(path):
-    """Asserts `ffmpeg -xerror` decodes the file without a message; returns {codec: duration s}."""
+    """Asserts `ffmpeg -xerror` decodes the file without a message; returns {codec: duration s} of
+    its audio and video streams (a finished file also has a chapter text track, a data stream)."""
     p = subprocess.run(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert p.returncode == 0 and not p.stdout.strip(), p.stdout
     probe = json.loads(subprocess.run(["ffprobe", "-v", "error", "-show_streams", "-of", "json", path],
                                       stdout=subprocess.PIPE, check=True).stdout)
-    return {s["codec_name"]: float(s["duration"]) for s in probe["streams"]}
+    return {s["codec_name"]: float(s["duration"]) for s in probe["streams"] if s["codec_type"] in ("audio", "video")}
 
 
 def reeld_entries(journal):

@@ -547,7 +547,7 @@ public struct DaemonSettings: Sendable {
                 switch k.kind {
                 case .string: want = "a string (in quotes)"
                 case .int: want = "an integer (no quotes)"
-                case .stringOrInt: want = "an integer or a string"
+                case .stringOrInt: want = k == .maxDuration ? "an integer or a string (seconds with decimals go in quotes: \"2.5\")" : "an integer or a string"
                 case .strings: want = "an array of strings"
                 }
                 var hint = ""

@@ -28,6 +28,7 @@ public enum SettingValue: Sendable, Equatable, CustomStringConvertible {
 public enum SettingKey: String, CaseIterable, Sendable {
     case socket, controlGroup = "control_group", controlUser = "control_user", logLevel = "log_level"
     case outputDir = "output_dir", minFreeMB = "min_free_mb", fsync, onFinish = "on_finish", onFinishTimeout = "on_finish_timeout"
+    case maxDuration = "max_duration"
     case video, audio, size, fps, pixelFormat = "pixel_format", sampleRate = "sample_rate", channels
     case preset, tune, crf, bitrate, keyint, profile, audioBitrate = "audio_bitrate"
     case metricsFile = "metrics_file"
@@ -97,6 +98,14 @@ public enum SettingKey: String, CaseIterable, Sendable {
                 Seconds after which the on_finish program is killed ({range}). On stop, reeld waits for a
                 running on_finish program, so keep this below the unit's TimeoutStopSec= (150 s) minus the
                 time a recording takes to finish, or raise TimeoutStopSec= with `systemctl edit reeld`.
+                """)
+        case .maxDuration:
+            return SettingSpec(.storage, .string("0"), .check { LengthCap.parse($0) != nil ? nil : LengthCap.problem(DaemonSettings.show($0, quoted: false)) }, integerToo: true,
+                help: "Length cap: a recording stops by itself once it holds this many seconds (0 to \(LengthCap.maxSeconds), up to 3 decimals, e.g. 90 or 2.5); 0 for none. 'reelctl start --max-duration' overrides it.",
+                doc: """
+                Length cap in seconds (0 to \(LengthCap.maxSeconds); up to 3 decimals, in quotes: "2.5"): a recording stops by itself,
+                its file finished, once it holds this much (pauses do not count; video to the frame, audio to
+                the sample). 0 for none. 'reelctl start --max-duration S' overrides it for one recording.
                 """)
         // A capture box records its camera and microphone (tests and the demo ask for "test").
         case .video:
@@ -538,7 +547,7 @@ public struct DaemonSettings: Sendable {
                 switch k.kind {
                 case .string: want = "a string (in quotes)"
                 case .int: want = "an integer (no quotes)"
-                case .stringOrInt: want = "an integer or a string"
+                case .stringOrInt: want = k == .maxDuration ? "an integer or a string (seconds with decimals go in quotes: \"2.5\")" : "an integer or a string"
                 case .strings: want = "an array of strings"
                 }
                 var hint = ""
@@ -832,6 +841,8 @@ public struct DaemonSettings: Sendable {
     public var videoSource: VideoSourceSetting { VideoSourceSetting(parsing: string(.video))! }
     public var audioSource: AudioSourceSetting { AudioSourceSetting(parsing: string(.audio))! }
     public var fsyncPolicy: FsyncPolicy { FsyncPolicy(rawValue: string(.fsync))! }
+    /// The length cap in ns, nil for none (0).
+    public var maxDuration: Nanos? { LengthCap.parse(string(.maxDuration)).flatMap { $0 == 0 ? nil : $0 } }
 
     /// One line per key: `key = value  # origin`, for `reeld --check-config`.
     public var report: String {

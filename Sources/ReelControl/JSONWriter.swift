@@ -116,6 +116,8 @@ extension Request: OrderedJSON {
             if let id { o.field("id", id) }
             o.field("cmd", cmd.rawValue)
             if let name { o.field("name", name) }
+            if let label { o.field("label", label) }
+            if let maxDurationNs { o.field("maxDurationNs", maxDurationNs) }
             if let args {
                 o.key("args")
                 o.object { a in
@@ -150,6 +152,18 @@ extension SegmentInfo: OrderedJSON {
     }
 }
 
+extension TakeInfo: OrderedJSON {
+    func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.field("number", number)
+            o.field("label", label)
+            o.field("title", title)
+            o.field("startNs", startNs)
+            o.field("durationNs", durationNs)
+        }
+    }
+}
+
 extension StatusInfo: OrderedJSON {
     func write(to json: inout JSONWriter) {
         json.object { o in
@@ -171,6 +185,9 @@ extension StatusInfo: OrderedJSON {
             o.array(audioPeakDbfs) { a, p in a.number(p) }
             o.field("bytesWritten", bytesWritten)
             o.field("freeBytes", freeBytes)
+            o.key("takes")
+            o.array(takes) { a, t in t.write(to: &a) }
+            o.field("remainingNs", remainingNs)
         }
     }
 }
@@ -195,6 +212,10 @@ extension Reply: OrderedJSON {
                 o.key("controls")
                 o.array(controls) { a, c in c.write(to: &a) }
             }
+            if let takes {
+                o.key("takes")
+                o.array(takes) { a, t in t.write(to: &a) }
+            }
             if let error {
                 o.key("error")
                 error.write(to: &o)
@@ -212,6 +233,14 @@ extension ControlEvent: OrderedJSON {
             if event != Kind.overflow { o.field("file", file) }
             if let segment { o.field("segment", segment) }
             if let message { o.field("message", message) }
+            if let take {
+                o.field("take", take)
+                o.field("label", label)
+                o.field("title", title)
+                o.field("startNs", startNs)
+                o.field("durationNs", durationNs)
+            }
+            if let maxDurationNs { o.field("maxDurationNs", maxDurationNs) }
             o.field("at", at)
         }
     }

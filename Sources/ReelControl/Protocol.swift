@@ -11,6 +11,8 @@ public enum Command: String, Codable, Sendable, CaseIterable {
     case controls, set
     /// Turns the connection into a stream of `ControlEvent` lines (handled by the server itself).
     case events
+    /// Lists the takes of the recording (none while idle).
+    case takes
 }
 
 /// One request line: `{"v":1,"id":7,"cmd":"start","name":"clip"}`.
@@ -23,13 +25,21 @@ public struct Request: Codable, Sendable, Equatable {
     public var name: String?
     /// Only meaningful for `set`: control name -> value (`{"brightness": 200, "white_balance_automatic": false}`).
     public var args: [String: CameraControlInput]?
+    /// Only meaningful for `start` and `resume`: the label of the take it begins (its chapter title).
+    public var label: String?
+    /// Only meaningful for `start`: the length cap of this recording in ns (0: none), overriding
+    /// the `max_duration` setting.
+    public var maxDurationNs: Nanos?
 
-    public init(v: Int = protocolVersion, id: Int? = nil, cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil) {
+    public init(v: Int = protocolVersion, id: Int? = nil, cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil,
+                label: String? = nil, maxDurationNs: Nanos? = nil) {
         self.v = v
         self.id = id
         self.cmd = cmd
         self.name = name
         self.args = args
+        self.label = label
+        self.maxDurationNs = maxDurationNs
     }
 }
 
@@ -78,6 +88,43 @@ public struct SegmentInfo: Codable, Sendable, Equatable {
     }
 }
 
+/// One take (a kept span, numbered by its place in the output; its chapter in the finished file).
+public struct TakeInfo: Codable, Sendable, Equatable {
+    public var number: Int
+    /// Given by the start or resume that began it, or nil.
+    public var label: String?
+    /// The chapter title: the label, or "Take N".
+    public var title: String
+    /// Where it starts in the output, ns.
+    public var startNs: Nanos
+    /// Its length in the output, ns; nil while it is open.
+    public var durationNs: Nanos?
+
+    public init(number: Int, label: String?, title: String, startNs: Nanos, durationNs: Nanos?) {
+        self.number = number
+        self.label = label
+        self.title = title
+        self.startNs = startNs
+        self.durationNs = durationNs
+    }
+
+    public init(_ t: Timeline.Take) {
+        self.init(number: t.number, label: t.label, title: t.title, startNs: t.outputStart, durationNs: t.duration)
+    }
+
+    private enum CodingKeys: String, CodingKey { case number, label, title, startNs, durationNs }
+
+    // Written by hand so that absent values appear as `null`.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(number, forKey: .number)
+        try c.encode(label, forKey: .label)
+        try c.encode(title, forKey: .title)
+        try c.encode(startNs, forKey: .startNs)
+        try c.encode(durationNs, forKey: .durationNs)
+    }
+}
+
 /// The recorder's state as seen over the control socket.
 public enum RecorderState: String, Codable, Sendable, CaseIterable {
     case idle, recording, paused, stopping
@@ -117,6 +164,10 @@ public struct StatusInfo: Codable, Sendable, Equatable {
     public var bytesWritten: Int64?
     /// Free space for reeld in the output directory (statvfs), nil when it cannot be read.
     public var freeBytes: Int64?
+    /// The takes of the recording (in a `stop` reply: of the one finished), in output order.
+    public var takes: [TakeInfo] = []
+    /// With a length cap: output time left before it (0 once reached); nil without a cap.
+    public var remainingNs: Nanos?
 
     public init(state: RecorderState, file: String?, segments: [SegmentInfo], recordedNs: Nanos,
                 frames: Int64, droppedFrames: Int64, audioSamples: Int64, lastFile: String?,
@@ -138,7 +189,7 @@ public struct StatusInfo: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case state, file, segments, recordedNs, frames, droppedFrames, audioSamples, audioFilledSamples, lastFile, lastError, video, audio, uptimeNs
-        case audioPeakDbfs, bytesWritten, freeBytes
+        case audioPeakDbfs, bytesWritten, freeBytes, takes, remainingNs
     }
 
     // Written by hand so that a reply from an older reeld without `audioFilledSamples` decodes (as 0).
@@ -161,6 +212,9 @@ public struct StatusInfo: Codable, Sendable, Equatable {
         audioPeakDbfs = try c.decodeIfPresent([Double?].self, forKey: .audioPeakDbfs) ?? []
         bytesWritten = try c.decodeIfPresent(Int64.self, forKey: .bytesWritten)
         freeBytes = try c.decodeIfPresent(Int64.self, forKey: .freeBytes)
+        // Added with labels and the length cap.
+        takes = try c.decodeIfPresent([TakeInfo].self, forKey: .takes) ?? []
+        remainingNs = try c.decodeIfPresent(Nanos.self, forKey: .remainingNs)
     }
 
     // Written by hand so that absent values appear as `null` (the synthesized one omits them).
@@ -182,6 +236,8 @@ public struct StatusInfo: Codable, Sendable, Equatable {
         try c.encode(audioPeakDbfs, forKey: .audioPeakDbfs)
         try c.encode(bytesWritten, forKey: .bytesWritten)
         try c.encode(freeBytes, forKey: .freeBytes)
+        try c.encode(takes, forKey: .takes)
+        try c.encode(remainingNs, forKey: .remainingNs)
     }
 }
 
@@ -194,6 +250,10 @@ public struct ControlEvent: Codable, Sendable, Equatable {
         public static let finished = "finished"
         public static let error = "error"
         public static let overflow = "overflow"
+        /// A take closed (pause, stop, the cap): it is kept in the file.
+        public static let takeKept = "take_kept"
+        /// The length cap stopped the recording.
+        public static let capReached = "cap_reached"
     }
     public var v: Int
     /// `state`, `segment`, `finished`, `error` or `overflow`; clients ignore kinds they do not know.
@@ -206,11 +266,25 @@ public struct ControlEvent: Codable, Sendable, Equatable {
     public var segment: Int?
     /// `error` events: what went wrong, naming the thing and the fix.
     public var message: String?
+    /// `take_kept` events: the take that closed (number, label, title, start and duration).
+    public var take: Int?
+    public var label: String?
+    public var title: String?
+    public var startNs: Nanos?
+    public var durationNs: Nanos?
+    /// `cap_reached` events: the cap, ns.
+    public var maxDurationNs: Nanos?
     /// When it happened, CLOCK_MONOTONIC nanoseconds on reeld's host.
     public var at: Nanos
 
     public init(event: String, state: RecorderState? = nil, file: String? = nil, segment: Int? = nil,
-                message: String? = nil, at: Nanos) {
+                message: String? = nil, take: TakeInfo? = nil, maxDurationNs: Nanos? = nil, at: Nanos) {
+        self.take = take?.number
+        self.label = take?.label
+        self.title = take?.title
+        self.startNs = take?.startNs
+        self.durationNs = take?.durationNs
+        self.maxDurationNs = maxDurationNs
         self.v = protocolVersion
         self.event = event
         self.state = state
@@ -236,6 +310,8 @@ public struct Reply: Codable, Sendable, Equatable {
     public var subscribed: Bool?
     /// `controls`: every control of the camera; `set`: the controls set, as read back.
     public var controls: [CameraControlInfo]?
+    /// `takes` only: the takes, as in the status object.
+    public var takes: [TakeInfo]?
 
     public init(v: Int = protocolVersion, id: Int? = nil, ok: Bool, file: String? = nil,
                 status: StatusInfo? = nil, error: ControlError? = nil, devices: DeviceList? = nil,
@@ -330,10 +406,45 @@ public enum Wire {
         if !envelope.argsValid {
             return bad("bad \"args\": must be an object of control names and values, each an integer, true/false or a string (e.g. {\"brightness\":200})")
         }
+        if !envelope.labelValid {
+            return bad("bad \"label\": must be a string (or left out)")
+        }
+        if let label = envelope.label, cmd == .start || cmd == .resume, let problem = labelProblem(label) {
+            return bad(problem)
+        }
+        if cmd == .start, let problem = envelope.maxDurationProblem {
+            return bad(problem)
+        }
         if cmd == .set, envelope.args?.isEmpty ?? true {
             return bad("'set' needs \"args\": the controls to set, e.g. {\"brightness\":200} (see 'reelctl controls')")
         }
-        return .success(Request(v: v, id: id, cmd: cmd, name: cmd == .start ? envelope.name : nil, args: cmd == .set ? envelope.args : nil))
+        return .success(Request(v: v, id: id, cmd: cmd, name: cmd == .start ? envelope.name : nil, args: cmd == .set ? envelope.args : nil,
+                                label: cmd == .start || cmd == .resume ? envelope.label : nil,
+                                maxDurationNs: cmd == .start ? envelope.maxDurationNs : nil))
+    }
+
+    /// The longest label, in UTF-8 bytes.
+    public static let maxLabelBytes = 255
+    /// The longest length cap, ns (a week; also `max_duration`'s range).
+    public static let maxDurationLimitNs: Nanos = Int64(LengthCap.maxSeconds) * nanosPerSecond
+
+    /// Why `label` cannot name a take, or nil if it can.
+    public static func labelProblem(_ label: String) -> String? {
+        let hint = "use a short title such as 'intro'"
+        if label.isEmpty { return "bad \"label\": empty (\(hint), or leave it out: the take is then called 'Take N')" }
+        if label.utf8.count > maxLabelBytes { return "bad \"label\": \(label.utf8.count) bytes, longer than \(maxLabelBytes) (\(hint))" }
+        if label.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) }) {
+            return "bad \"label\": contains control characters (\(hint), on one line)"
+        }
+        return nil
+    }
+
+    /// Why `ns` cannot be a length cap, or nil if it can (0: none).
+    public static func maxDurationProblem(_ ns: Nanos) -> String? {
+        if ns < 0 || ns > maxDurationLimitNs {
+            return "bad \"maxDurationNs\": \(ns) is out of range 0 to \(maxDurationLimitNs) (ns; 0 means no cap)"
+        }
+        return nil
     }
 
     /// Why `name` cannot be a recording's base name, or nil if it can. The daemon may apply
@@ -360,8 +471,17 @@ public enum Wire {
         var nameValid = true
         var args: [String: CameraControlInput]?
         var argsValid = true
+        var label: String?
+        var labelValid = true
+        var maxDurationNs: Nanos?
+        var maxDurationValid = true
 
-        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args }
+        var maxDurationProblem: String? {
+            guard maxDurationValid else { return "bad \"maxDurationNs\": must be an integer number of nanoseconds (or left out)" }
+            return maxDurationNs.flatMap(Wire.maxDurationProblem)
+        }
+
+        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args, label, maxDurationNs }
 
         init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -380,6 +500,14 @@ public enum Wire {
             if c.contains(.args), (try? c.decodeNil(forKey: .args)) != true {
                 args = try? c.decode([String: CameraControlInput].self, forKey: .args)
                 argsValid = args != nil
+            }
+            if c.contains(.label), (try? c.decodeNil(forKey: .label)) != true {
+                label = try? c.decode(String.self, forKey: .label)
+                labelValid = label != nil
+            }
+            if c.contains(.maxDurationNs), (try? c.decodeNil(forKey: .maxDurationNs)) != true {
+                maxDurationNs = try? c.decode(Nanos.self, forKey: .maxDurationNs)
+                maxDurationValid = maxDurationNs != nil
             }
         }
     }

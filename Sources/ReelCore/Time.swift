@@ -77,6 +77,27 @@ public func parseSeconds(_ text: String) -> Nanos? {
     return whole * nanosPerSecond + frac
 }
 
+/// The length cap (`max_duration`, `reelctl start --max-duration`) as people write it.
+public enum LengthCap {
+    /// The longest cap, seconds (a week).
+    public static let maxSeconds = 604_800
+
+    /// Seconds ("90", "2.5": up to 3 decimals) exactly in ns, never via a floating-point number;
+    /// nil if malformed or above `maxSeconds`. 0 means no cap.
+    public static func parse(_ t: String) -> Nanos? {
+        let parts = t.split(separator: ".", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), !parts[0].isEmpty, parts[0].allSatisfy({ $0.isASCII && $0.isNumber }),
+              parts.count == 1 || (1...3).contains(parts[1].count),
+              let ns = parseSeconds(t), ns <= Int64(maxSeconds) * nanosPerSecond else { return nil }
+        return ns
+    }
+
+    /// Why `t` is not a cap, and what to write instead.
+    public static func problem(_ t: String) -> String {
+        "'\(t)' is not a number of seconds from 0 to \(maxSeconds) with at most 3 decimals, e.g. 90 or 2.5 (0: no cap)"
+    }
+}
+
 /// "00:01:23.456"
 public func formatDuration(_ ns: Nanos) -> String {
     let ms = ns / 1_000_000

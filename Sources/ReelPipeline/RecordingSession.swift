@@ -38,6 +38,8 @@ public struct RecorderConfig: Sendable {
     /// Program and arguments run after each completed recording, with the file's path appended (empty: none).
     public var onFinish: [String] = []
     public var onFinishTimeoutNs: Nanos = 120 * nanosPerSecond
+    /// The length cap: kept output (ns) at which a recording stops by itself (nil: none).
+    public var maxDuration: Nanos?
     /// Camera controls set at every open of a V4L2 camera, in order: `[camera.controls]` from
     /// the config file, then what `reelctl set` changed since reeld started (later wins).
     public var cameraControls: [CameraControlAssignment] = []
@@ -99,6 +101,11 @@ public struct SessionSnapshot: Sendable {
     /// Why the file could not be written to the end (disk full, quota, I/O error), and what was
     /// kept (see `WriteFailureText`).
     public var storageError: String?
+    /// The kept takes so far (the open one with no duration).
+    public var takes: [Timeline.Take] = []
+    /// Output time left before the length cap (nil: no cap); true once the cap stopped the recording.
+    public var remaining: Nanos?
+    public var capReached = false
 
     public init() {}
 }
@@ -112,6 +119,15 @@ public struct SessionSnapshot: Sendable {
 /// `start()` has launched it; the rest are immutable or guarded (`queue`, `monitor`, promises).
 package final class RecordingSession: MediaSink, @unchecked Sendable {
     package enum Outcome: Sendable { case ok(Timeline.Phase), refused(String), failed(String) }
+    /// What the pipeline tells the recorder as it happens (on the pipeline thread; must not block).
+    package enum Notice: Sendable {
+        /// A take closed and is kept (pause, stop, the cap).
+        case takeKept(Timeline.Take)
+        /// The length cap (ns) stopped the recording.
+        case capReached(Nanos)
+    }
+    /// Set before `start()`; called on the pipeline thread.
+    package var onNotice: (@Sendable (Notice) -> Void)?
     package enum Event: Sendable {
         case media(MediaEvent)
         case request(Timeline.Request, at: Nanos?, label: String?, reply: Promise<Outcome>)
@@ -160,6 +176,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     private var peakWindow: [[Int32]] = []
     private var peakRotatedAt: Nanos = 0
     private var storageFailure: String?
+    /// Takes up to this number have been announced closed (`Notice.takeKept`).
+    private var takesKept = 0
     // Liveness (Health.swift): registered in start(), removed when the pipeline finishes.
     private let health: HealthMonitor?
     private var pipelineBeat: Heartbeat?
@@ -242,6 +260,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
                                               audio: config.audioFormat, paced: config.paced)
         mc.stallLimit = Self.videoStallTimeout
         mc.audioBacklogLimit = fifo.capacity
+        mc.maxDuration = config.maxDuration
         machine = SessionMachine(mc, start: t0, schedule: schedule, label: label)
         if let health {
             pipelineBeat = health.register("pipeline thread")
@@ -360,6 +379,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             try encodeSilence(n)
         case let .lengthCapReached(cap):
             logger.notice("\(partPath) reached its length cap of \(formatDuration(cap)); stopping")
+            onNotice?(.capReached(cap))
         case .finish: break  // run() ends the loop
         }
     }
@@ -494,7 +514,15 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         // Recorded duration: the output reached so far (video frame end, or audio length).
         s.recordedNs = p.recordedNs
         s.segmentDurations = p.segmentDurations
+        s.takes = p.takes
+        s.remaining = p.remaining
+        s.capReached = p.capReached
         monitor.withLock { snapshotValue = s }
+        // Takes closed since the last snapshot (published on every request and at the end).
+        for t in p.takes where t.number > takesKept && t.duration != nil {
+            takesKept = t.number
+            onNotice?(.takeKept(t))
+        }
     }
 
     /// Drains the encoders, writes the trailer, renames NAME.mp4.part to NAME.mp4. On failure the

@@ -56,11 +56,12 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
 
     public func handle(_ request: Request) -> Reply {
         switch request.cmd {
-        case .start: return start(name: request.name, id: request.id)
+        case .start: return start(name: request.name, label: request.label, maxDurationNs: request.maxDurationNs, id: request.id)
         case .pause: return control(.pause, id: request.id)
-        case .resume: return control(.resume, id: request.id)
+        case .resume: return control(.resume, label: request.label, id: request.id)
         case .stop: return stop(id: request.id, deadline: SystemClock.now() + Self.stopWaitNs)
         case .status: return reply(id: request.id)
+        case .takes: return takesReply(id: request.id)
         case .devices:
             var r = Reply(v: protocolVersion, id: request.id, ok: true)
             r.devices = listCaptureDevices()
@@ -76,7 +77,18 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     /// `status` on the control server's I/O thread: it reads only published snapshots under brief
     /// locks (free space comes from the once-a-second tick), so it never waits on the pipeline.
     public func quickReply(_ request: Request) -> Reply? {
-        request.cmd == .status ? reply(id: request.id) : nil
+        switch request.cmd {
+        case .status: return reply(id: request.id)
+        case .takes: return takesReply(id: request.id)
+        default: return nil
+        }
+    }
+
+    /// `takes`: the takes of the recording, none while idle (from snapshots, never waiting).
+    private func takesReply(id: Int?) -> Reply {
+        var r = Reply(v: protocolVersion, id: id, ok: true)
+        r.takes = status().takes
+        return r
     }
 
     /// Replaces the configuration for the next recording; the current one is not touched.
@@ -130,7 +142,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
 
     // MARK: Commands
 
-    private func start(name: String?, id: Int?) -> Reply {
+    private func start(name: String?, label: String?, maxDurationNs: Nanos?, id: Int?) -> Reply {
         lifecycle.lock(); defer { lifecycle.unlock() }
         if monitor.withLock({ closing }) {
             return failure(id, .wrongState("cannot start: reeld is shutting down (start it again, e.g. 'systemctl start reeld')"))
@@ -140,6 +152,12 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         }
         var config = self.config  // one configuration for the whole recording
         config.cameraControls += monitor.withLock { controlOverrides }
+        // The same rules as the wire parser (callers in-process skip the wire).
+        if let label, let problem = Wire.labelProblem(label) { return failure(id, .badRequest(problem)) }
+        if let maxDurationNs {
+            if let problem = Wire.maxDurationProblem(maxDurationNs) { return failure(id, .badRequest(problem)) }
+            config.maxDuration = maxDurationNs == 0 ? nil : maxDurationNs  // this recording's cap overrides max_duration
+        }
         let paths: (part: String, final: String)
         switch outputPaths(name: name, dir: config.outputDir) {
         case let .success(p): paths = p
@@ -153,7 +171,17 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             return failure(id, .failed(msg))
         }
         do {
-            let s = try RecordingSession(config: config, partPath: paths.part, finalPath: paths.final, logger: logger, health: health)
+            let s = try RecordingSession(config: config, partPath: paths.part, finalPath: paths.final, logger: logger, health: health,
+                                         label: label)
+            let file = paths.part
+            s.onNotice = { [events] notice in
+                switch notice {
+                case let .takeKept(t):
+                    events.publish(ControlEvent(event: ControlEvent.Kind.takeKept, file: file, take: TakeInfo(t), at: SystemClock.now()))
+                case let .capReached(cap):
+                    events.publish(ControlEvent(event: ControlEvent.Kind.capReached, file: file, maxDurationNs: cap, at: SystemClock.now()))
+                }
+            }
             monitor.withLock { session = s; lastError = nil }
             s.start()
             logger.notice("recording started: \(paths.part) (video: \(s.sourceDescriptions.video ?? "none"), audio: \(s.sourceDescriptions.audio ?? "none"))",
@@ -178,13 +206,14 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         }
     }
 
-    private func control(_ r: Timeline.Request, id: Int?) -> Reply {
+    private func control(_ r: Timeline.Request, label: String? = nil, id: Int?) -> Reply {
         guard let s = monitor.withLock({ session }) else {
             return failure(id, .wrongState("cannot \(r): not recording (state is idle; run 'reelctl start' first)"))
         }
         // A resume begins the segment after those recorded so far.
         let nextSegment = s.snapshot.segmentDurations.count
-        switch s.request(r) {
+        if let label, let problem = Wire.labelProblem(label) { return failure(id, .badRequest(problem)) }
+        switch s.request(r, label: r == .resume ? label : nil) {
         case .ok:
             // The segment a pause ends is the open one (the snapshot counts it), a resume begins the next.
             logger.notice("\(r == .pause ? "paused" : "resumed"): \(s.partPath)",
@@ -410,6 +439,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             audioSamples: snap.audioSamples, lastFile: lastFile, lastError: lastError,
             video: desc.video ?? config.videoDescription, audio: desc.audio ?? config.audioDescription,
             uptimeNs: SystemClock.now() - startedAt, audioFilledSamples: snap.audioFilledSamples)
+        info.takes = snap.takes.map(TakeInfo.init)
+        info.remainingNs = snap.remaining
         if current != nil {
             info.audioPeakDbfs = snap.audioPeak.map(Self.dbfs)
             info.bytesWritten = snap.bytesWritten

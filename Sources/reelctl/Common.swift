@@ -30,14 +30,14 @@ func printError(_ message: String) {
 
 /// Sends one request and returns the successful reply; on any failure prints the reason and
 /// exits 1 (refused by reeld) or 2 (could not talk to reeld).
-func perform(_ cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil, options: GlobalOptions,
-             defaultTimeoutSeconds: Int = 15) throws -> Reply {
+func perform(_ cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil, label: String? = nil,
+             maxDurationNs: Nanos? = nil, options: GlobalOptions, defaultTimeoutSeconds: Int = 15) throws -> Reply {
     let path = SocketPath.resolve(explicit: options.socket, environment: ProcessInfo.processInfo.environment)
     let timeoutMs = (options.timeout ?? defaultTimeoutSeconds) * 1000
     let reply: Reply
     do {
         let client = try ControlClient(path: path)
-        reply = try client.send(Request(id: 1, cmd: cmd, name: name, args: args), timeoutMs: timeoutMs)
+        reply = try client.send(Request(id: 1, cmd: cmd, name: name, args: args, label: label, maxDurationNs: maxDurationNs), timeoutMs: timeoutMs)
     } catch {
         printError("\(error)")
         throw ExitCode(ExitStatus.usage)
@@ -57,4 +57,11 @@ func requireFile(_ reply: Reply, _ cmd: Command) throws -> String {
         throw ExitCode(ExitStatus.refused)
     }
     return file
+}
+
+/// `--label`'s check: the protocol's rule, naming the option.
+func validateLabel(_ label: String?) throws {
+    if let label, let problem = Wire.labelProblem(label) {
+        throw ValidationError(problem.replacingOccurrences(of: "\"label\"", with: "--label"))
+    }
 }

@@ -4,7 +4,7 @@ import ReelControl
 
 struct Events: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print reeld's events (state changes, segments, finished files, errors) as JSON lines as they happen.",
+        abstract: "Print reeld's events (state changes, segments, takes kept, the length cap reached, finished files, errors) as JSON lines as they happen.",
         discussion: """
             One JSON object per line: first reeld's confirmation {"v":1,"id":1,"ok":true,"subscribed":true} \
             (from then on no event is missed), then one line per event, e.g. \

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ReelControl
+import ReelCore
 
 struct Start: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -9,16 +10,31 @@ struct Start: ParsableCommand {
                                             valueName: "name"))
     var name: String?
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Label of the first take: its chapter title in the finished file (default: 'Take 1'). At most 255 bytes, no control characters.",
+        valueName: "text"))
+    var label: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Length cap of this recording in seconds (up to 3 decimals, e.g. 90 or 2.5): it stops by itself, its file finished, once it holds this much (pauses do not count); 0 for none. Default: reeld's max_duration.",
+        valueName: "seconds"))
+    var maxDuration: String?
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         if let name, let problem = Wire.nameProblem(name) {
             throw ValidationError(problem.replacingOccurrences(of: "\"name\"", with: "--name"))
         }
+        try validateLabel(label)
+        if let maxDuration, LengthCap.parse(maxDuration) == nil {
+            throw ValidationError("--max-duration \(LengthCap.problem(maxDuration))")
+        }
     }
 
     func run() throws {
-        let reply = try perform(.start, name: name, options: global)
+        let cap = maxDuration.flatMap(LengthCap.parse)
+        let reply = try perform(.start, name: name, label: label, maxDurationNs: cap, options: global)
         print(try requireFile(reply, .start))
     }
 }

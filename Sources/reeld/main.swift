@@ -252,6 +252,7 @@ struct DaemonOptions: ParsableArguments {
         config.onFinish = s.strings(.onFinish)
         config.onFinishTimeoutNs = Int64(s.int(.onFinishTimeout)) * nanosPerSecond
         config.fsync = s.fsyncPolicy
+        config.maxDuration = s.maxDuration
         config.cameraControls = s.cameraControls
         return config
     }

@@ -78,6 +78,7 @@ final class HostileConfigTests: XCTestCase {
         case .fps: specific = ["", "0", "-30", "30/0", "0/1", "241", "1/2", "30.0", "30/1001/2", "1/9223372036854775807",
                                "9223372036854775807", "9223372036854775807/9223372036854775806", "-9223372036854775808", "/", "30/"]
         case .pixelFormat: specific = ["", "rgb24", "yuyv ", "h264"]
+        case .maxDuration: specific = ["", "-1", "1.2345", "2.", ".5", "1e3", "604801", "604800.001", "+2", " 2", "2,5", "9223372036854775807", "0x10"]
         case .preset: specific = ["", "ultrafasst", "VERYFAST", "veryfast,fast"]
         case .tune: specific = ["films", "film,grain", "film,", ",", "zerolatency,zerolatency", " film"]
         case .profile: specific = ["", "high10", "High", "high444"]
@@ -102,6 +103,7 @@ final class HostileConfigTests: XCTestCase {
         case .size: return ["640x360", "16x16", "7680x4320"].map { .string($0) }
         case .fps: return ["30", "1", "240", "30000/1001", "480/2"].map { .string($0) }
         case .pixelFormat: return ["yuyv", "i420", "mjpeg"].map { .string($0) }
+        case .maxDuration: return ["0", "2", "2.5", "0.001", "90.125", "604800", "604800.000"].map { .string($0) }
         case .preset: return ["ultrafast", "placebo"].map { .string($0) }
         case .tune: return ["", "film", "film,zerolatency", "fastdecode,zerolatency"].map { .string($0) }
         case .profile: return ["baseline", "high"].map { .string($0) }

@@ -138,6 +138,10 @@ final class FakeRecorder: ControlHandler {
                 return .failure(.failed("the test source has no controls; controls need a V4L2 camera"))
             case .events:
                 return .failure(.failed("events reached the handler"))
+            case .takes:
+                var r = Reply.success()
+                r.takes = []
+                return r
             }
         }
     }

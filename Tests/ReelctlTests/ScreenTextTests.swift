@@ -5,6 +5,24 @@ import XCTest
 
 /// What `reelctl status` and `reelctl status --watch` print.
 final class ScreenTextTests: XCTestCase {
+    func testTakesTableAndStatusRows() {
+        let takes = [TakeInfo(number: 1, label: "intro", title: "intro", startNs: 0, durationNs: 1_266_666_667),
+                     TakeInfo(number: 2, label: nil, title: "Take 2", startNs: 1_266_666_667, durationNs: nil)]
+        XCTAssertEqual(StatusText.takesTable(takes), """
+            #  title   start    duration
+            1  intro   0.000 s  1.266 s
+            2  Take 2  1.266 s  -
+
+            """)
+        XCTAssertEqual(StatusText.takesTable([]), "#  title  start  duration\n")
+        var status = StatusInfo(state: .recording, file: "/o/a.mp4.part", segments: [], recordedNs: 0, frames: 0, droppedFrames: 0,
+                                audioSamples: 0, lastFile: nil, lastError: nil, video: "v", audio: "a", uptimeNs: 1)
+        status.takes = takes
+        status.remainingNs = 500_000_000
+        let text = StatusText.render(status)
+        XCTAssertTrue(text.contains("takes:          2\n  1:            intro: from 0.000 s, 1.266 s\n  2:            Take 2: from 1.266 s, open\nremaining:      0.500 s\n"), text)
+    }
+
     func testStatusText() {
         XCTAssertEqual(StatusText.seconds(2_000_000_000), "2.000 s")
         XCTAssertEqual(StatusText.seconds(1_234_567_890), "1.234 s")

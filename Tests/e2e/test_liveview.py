@@ -160,7 +160,10 @@ def test_events_stream_start_pause_resume_stop_in_order(reeld):
         assert stop.out.strip() == final
         wait_event(lambda e: e["event"] == "state" and e["state"] == "idle", "state idle")
 
-        got = events()
+        # take_kept (one per take, as each closes) interleaves with these; checked on its own
+        kept = [e for e in events() if e["event"] == "take_kept"]
+        assert [(e["take"], e["title"], e["file"]) for e in kept] == [(1, "Take 1", part), (2, "Take 2", part)], kept
+        got = [e for e in events() if e["event"] != "take_kept"]
         kinds = [(e["event"], e.get("state")) for e in got]
         assert kinds == [("state", "recording"), ("state", "paused"), ("segment", None), ("state", "recording"),
                          ("state", "stopping"), ("finished", None), ("state", "idle")], kinds

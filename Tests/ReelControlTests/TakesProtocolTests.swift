@@ -1,0 +1,68 @@
+import Foundation
+import ReelCore
+import XCTest
+
+@testable import ReelControl
+
+/// Labels, the takes list and the length cap on the wire (issue 13).
+final class TakesProtocolTests: XCTestCase {
+    private func parse(_ line: String) -> Result<Request, RequestParseError> { Wire.parseRequest(Array(line.utf8)) }
+
+    func testLabelAndCapReachStartAndResumeOnly() throws {
+        let start = try parse(#"{"v":1,"cmd":"start","label":"intro","maxDurationNs":2000000000}"#).get()
+        XCTAssertEqual(start.label, "intro")
+        XCTAssertEqual(start.maxDurationNs, 2_000_000_000)
+        XCTAssertEqual(try parse(#"{"v":1,"cmd":"resume","label":"second take","maxDurationNs":5}"#).get().label, "second take")
+        XCTAssertNil(try parse(#"{"v":1,"cmd":"resume","maxDurationNs":5}"#).get().maxDurationNs)
+        XCTAssertNil(try parse(#"{"v":1,"cmd":"pause","label":"x"}"#).get().label)
+        XCTAssertEqual(try parse(#"{"v":1,"cmd":"takes"}"#).get().cmd, .takes)
+        XCTAssertEqual(try Wire.text(start), #"{"v":1,"cmd":"start","label":"intro","maxDurationNs":2000000000}"#)
+    }
+
+    func testBadLabelsAndCapsNameTheField() {
+        let bad = [#""label":"""#: "empty", #""label":5"#: "must be a string", "\"label\":\"a\\u0007b\"": "control characters",
+                   "\"label\":\"\(String(repeating: "é", count: 128))\"": "longer than 255",
+                   #""maxDurationNs":-1"#: "out of range", #""maxDurationNs":2.5"#: "integer number of nanoseconds",
+                   #""maxDurationNs":604800000000001"#: "out of range"]
+        for (field, why) in bad {
+            guard case let .failure(e) = parse(#"{"v":1,"id":4,"cmd":"start",\#(field)}"#) else { return XCTFail(field) }
+            XCTAssertEqual(e.error.code, ControlError.Code.badRequest, field)
+            XCTAssertEqual(e.id, 4)
+            let name = field.hasPrefix(#""label""#) ? #""label""# : #""maxDurationNs""#
+            XCTAssertTrue(e.error.message.contains(name) && e.error.message.contains(why), "\(field): \(e.error.message)")
+        }
+        XCTAssertNil(Wire.labelProblem(String(repeating: "a", count: 255)))
+        XCTAssertNotNil(Wire.labelProblem("a\u{85}b"))  // C1 controls too
+        XCTAssertNil(Wire.labelProblem("Zweite Einstellung, «gut»"))
+    }
+
+    func testTakesInStatusRepliesAndEvents() throws {
+        var s = StatusInfo(state: .recording, file: "/o/a.mp4.part", segments: [], recordedNs: 0, frames: 0, droppedFrames: 0,
+                           audioSamples: 0, lastFile: nil, lastError: nil, video: "v", audio: "a", uptimeNs: 1)
+        s.takes = [TakeInfo(number: 1, label: "intro", title: "intro", startNs: 0, durationNs: 1_000_000_000),
+                   TakeInfo(number: 2, label: nil, title: "Take 2", startNs: 1_000_000_000, durationNs: nil)]
+        s.remainingNs = 500
+        let text = try Wire.text(s)
+        XCTAssertTrue(text.hasSuffix(#""takes":[{"number":1,"label":"intro","title":"intro","startNs":0,"durationNs":1000000000},{"number":2,"label":null,"title":"Take 2","startNs":1000000000,"durationNs":null}],"remainingNs":500}"#), text)
+        XCTAssertEqual(try JSONDecoder().decode(StatusInfo.self, from: Data(text.utf8)), s)
+        var r = Reply(id: 2, ok: true)
+        r.takes = s.takes
+        XCTAssertTrue(try Wire.text(r).hasPrefix(#"{"v":1,"id":2,"ok":true,"takes":[{"number":1,"#))
+        XCTAssertEqual(try Wire.text(ControlEvent(event: ControlEvent.Kind.takeKept, file: "/o/a.mp4.part", take: s.takes[0], at: 7)),
+                       #"{"v":1,"event":"take_kept","file":"/o/a.mp4.part","take":1,"label":"intro","title":"intro","startNs":0,"durationNs":1000000000,"at":7}"#)
+        XCTAssertEqual(try Wire.text(ControlEvent(event: ControlEvent.Kind.capReached, file: "/o/a.mp4.part", maxDurationNs: 2_000_000_000, at: 8)),
+                       #"{"v":1,"event":"cap_reached","file":"/o/a.mp4.part","maxDurationNs":2000000000,"at":8}"#)
+    }
+
+    func testLengthCapParsesExactly() {
+        XCTAssertEqual(LengthCap.parse("2"), 2_000_000_000)
+        XCTAssertEqual(LengthCap.parse("2.5"), 2_500_000_000)
+        XCTAssertEqual(LengthCap.parse("0.001"), 1_000_000)
+        XCTAssertEqual(LengthCap.parse("90.125"), 90_125_000_000)
+        XCTAssertEqual(LengthCap.parse("0"), 0)
+        XCTAssertEqual(LengthCap.parse("604800"), 604_800_000_000_000)
+        for bad in ["", "1.2345", "2.", ".5", "-1", "+2", "1e3", "604800.001", " 2", "0x10", "٣"] {
+            XCTAssertNil(LengthCap.parse(bad), bad)
+        }
+    }
+}

@@ -387,7 +387,7 @@ public struct Timeline: Sendable {
     /// For a source that stopped delivering: the silence that completes the recorded span.
     /// Only valid once every cut is resolved (after a stop).
     public mutating func silenceToFinish() -> Int {
-        guard let fmt = audio, let s = origin, isStopResolved, !cuts.isEmpty else { return 0 }
+        guard let fmt = audio, origin != nil, isStopResolved, !cuts.isEmpty else { return 0 }
         let aS = anchor.map { startSample(fmt, $0) } ?? 0
         let endSample = aS + finalCut.rel
         let kept = keptSamples(from: audioPos ?? aS, to: endSample, aS: aS)
@@ -407,7 +407,7 @@ public struct Timeline: Sendable {
     public var isFinished: Bool {
         guard isStopResolved else { return false }
         guard let fmt = audio, !audioClosed, !cuts.isEmpty else { return true }
-        guard let anchor, let s = origin else { return false }
+        guard let anchor, origin != nil else { return false }
         return (audioPos ?? Int64.min) >= startSample(fmt, anchor) + finalCut.rel
     }
 
@@ -416,7 +416,7 @@ public struct Timeline: Sendable {
     /// Samples (per channel) the audio source must have delivered for the recording to finish;
     /// nil until the stop is resolved and audio is anchored.
     public var audioNeededForFinish: Int64? {
-        guard let fmt = audio, let anchor, let s = origin, isStopResolved, !cuts.isEmpty else { return nil }
+        guard let fmt = audio, let anchor, origin != nil, isStopResolved, !cuts.isEmpty else { return nil }
         return startSample(fmt, anchor) + finalCut.rel
     }
 

@@ -196,7 +196,10 @@ def top_level_boxes(path):
     return out
 
 
-@pytest.mark.parametrize("hold", ["moov", "mdat"])
+# One boot (VM time is make test's budget): the hold before the mdat header's sync, the step that
+# commits the layout. The moov step's power cut passed too when written (2026-11-24); run it by
+# hand with REEL_VM_FINISH_HOLD=moov. kill -9 after every step is in Tests/e2e/test_finish.py.
+@pytest.mark.parametrize("hold", [os.environ.get("REEL_VM_FINISH_HOLD", "mdat")])
 def test_power_cut_while_finishing(vm_ready, reel_bin_dir, signal_wav, hold):
     """The power is cut while reeld finishes a stopped two-take recording, after the finisher
     wrote its new moov (or its mdat header) and before it synced it (REEL_TEST_FINISH_HOLD): what

@@ -166,8 +166,10 @@ public struct Timeline: Sendable {
     let originRequested: Nanos
     /// The take the last kept frame belongs to.
     public private(set) var lastKeptTake: Int?
-    /// The take of the last frame judged `.keep` (nil before the first): its number and label.
-    public private(set) var videoTake: Take?
+    /// The take of the last frame judged `.keep` (nil before the first, or once an undo removed
+    /// every take that kept one): its number and label, read from `lastKeptTake`'s keep cut (take
+    /// n begins at cut 2(n-1)), so an undo that moves `lastKeptTake` back moves it too.
+    public var videoTake: Take? { lastKeptTake.map { begun(2 * ($0 - 1)) } }
     /// The take of the last samples `nextAudioAction` kept (`.keep` or `.silence`; nil before the first).
     public private(set) var audioTake: Take?
 
@@ -331,7 +333,6 @@ public struct Timeline: Sendable {
         cuts[i].framesKept += 1
         lastVideoOutput = out
         lastKeptTake = i / 2 + 1
-        videoTake = begun(i)
         return .keep(outputTime: out)
     }
 

@@ -78,7 +78,8 @@ def decode(path):
     probe = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "frame=pts_time",
                             "-of", "csv=p=0", path], check=True, capture_output=True, text=True).stdout
     pts = np.array([float(x.split(",")[0]) for x in probe.split()])
-    raw = subprocess.run(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "rawvideo", "-pix_fmt", "yuv420p", "-"],
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-map", "0:v:0", "-fps_mode", "passthrough",
+                          "-f", "rawvideo", "-pix_fmt", "yuv420p", "-"],
                          check=True, capture_output=True).stdout
     n = len(raw) // (W * H * 3 // 2)
     assert n == len(pts), (n, len(pts))

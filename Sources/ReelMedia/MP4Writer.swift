@@ -12,8 +12,8 @@ import ReelSystem
 ///   when the first packets are known, so the edit lists hide x264's negative initial DTS and AAC's
 ///   1024 priming samples: both tracks present from time 0 and input sample 0 plays with video pts 0.
 ///   A track whose first packet starts later gets an empty edit (movie timescale 90 kHz, so exact for video).
-/// - `frag_custom`: this writer cuts a fragment each `fragmentMicros` of media and `avio_flush`es it to
-///   the file. With video, only a video packet later in display order than every frame written may
+/// - `frag_custom`: this writer cuts a fragment each `fragmentMicros` of media and hands it to the file
+///   whole. With video, only a video packet later in display order than every frame written may
 ///   start a fragment (x264 sends B-frames after the frame that follows them), so no fragment ends
 ///   with a hole where B-frames belong: a file cut back or recovered there plays every frame to its
 ///   end. The first fragment (and the moov) goes out at the first such packet once both tracks have
@@ -34,21 +34,31 @@ import ReelSystem
 ///   leaves has the same shape, ftyp, moov, then moof/mdat pairs. Players find the fragments by
 ///   walking the top-level boxes, as they must for any fragmented file cut short.
 ///   A writer released without `finish()` just closes the file: complete fragments play, the open one is lost.
-/// - A write to the file that fails (ENOSPC, EDQUOT, EIO: the AVIOContext's `error`, checked after every
-///   muxer call and flush, since avio buffers) is final: it is kept in `writeFailure` (with its errno),
-///   every later call throws it without touching the file again, and `abandon()` cuts the file back to
-///   `completeBytes`, the end of its last fragment known to be written whole.
+/// - The muxer writes into memory (an AVIOContext of this writer's, `Sink`); each complete fragment
+///   goes to the file with one write(2). On its way a 16-byte `free` box goes in after `ftyp`
+///   (`placeholder`: `MP4Finisher` turns it into a 64-bit `mdat` header at stop; with
+///   `default_base_moof` every sample offset is relative to its moof, so it moves nothing), and
+///   after an undo each moof's `tfdt` and sequence number are set right (`FragmentRewrite`).
+/// - A write to the file that fails (ENOSPC, EDQUOT, EIO, EFBIG) is final: it is kept in
+///   `writeFailure` (with its errno), every later call throws it without touching the file again,
+///   and `abandon()` cuts the file back to `completeBytes`, the end of its last fragment known to
+///   be written whole.
 ///
-/// - A 16-byte `free` box follows `ftyp` (`placeholder`, put in by a wrapper around the AVIOContext's write
-///   callback): `MP4Finisher` turns it into a 64-bit `mdat` header at stop. With `default_base_moof` every
-///   sample offset in a moof is relative to that moof, so the 16 bytes move nothing the muxer wrote.
-///   `completeBytes`, `bytesWritten` and `abandon()` count in file offsets (the muxer's plus 16).
-///
-/// - Takes (`beginTake`): a `TakeMarker` (a top-level `free` box) goes into the file at the next fragment
-///   boundary, after a complete fragment's mdat and before the next moof (or after the last fragment at
-///   `finish()`), so it is counted in `completeBytes` and synced with that fragment; `takeMarkers` keeps
-///   where each one is. Readers skip `free` boxes, so the file plays exactly as without them;
-///   `MP4Finisher` turns them into chapters.
+/// - Takes. Take 1's marker goes in at the first fragment boundary. Every later take starts at a
+///   *clean cut*: `beginTake` (the take's first video pts) and `beginAudioTake` (its first output
+///   sample) announce it; from then on a packet of the new take (video: pts at or after the start,
+///   and everything after the first such; audio: a packet holding any sample at or after the start)
+///   is held back until every track has reached the take. Then the fragment is cut, the take's
+///   `TakeMarker` (a top-level `free` box: index, start in the clock track's timescale, label) is
+///   written, and the held packets follow. Everything before the marker belongs to earlier takes,
+///   everything after it to this one or later (the pipeline gives each take's video a fresh x264
+///   after draining the last, so no frame refers across). Readers skip `free` boxes; `MP4Finisher`
+///   turns the markers into chapters.
+/// - `rollback(take:)` (undo) cuts the file back to the take's marker (ftruncate: nothing kept is
+///   rewritten), drops what was held of it, and restores every track's state to the cut. The
+///   muxer's own clock cannot go back, so from then on each track's packets reach it `shift` ticks
+///   later and `FragmentRewrite` moves each fragment's `tfdt` back by as much before it reaches the
+///   file: a crash at any point leaves only fragments with true times.
 ///
 /// Note: FFmpeg 5.1's demuxer applies a fragmented file's edit list as a plain time offset, so ffprobe
 /// shows the audio stream starting at -1024/rate (the priming packet) instead of skipping it; the
@@ -63,9 +73,20 @@ public final class MP4Writer {
     /// Audio this far past the last video packet means the video has stopped coming: audio then
     /// cuts fragments too (x264's delay is at most a few seconds at any preset and frame rate Reel offers).
     static let videoStallMicros: Int64 = 5_000_000
+    /// Packets held for a take's clean cut beyond this many bytes or `videoStallMicros` of media
+    /// mean a track is not reaching the take (a source that stopped): the cut is made without it.
+    static let heldLimitBytes = 16 << 20
+
+    /// Where the muxer writes: memory, handed to the file one fragment at a time.
+    /// A class: the AVIOContext's callback reaches it through an unretained pointer (the writer owns it).
+    private final class Sink {
+        var bytes: [UInt8] = []
+        init() { bytes.reserveCapacity(1 << 20) }
+    }
 
     private final class Track {
         let index: Int32
+        let trackID: UInt32
         let timeBase: Rational      // the encoder's; packets arrive in it
         var streamTimeBase = AVRational(num: 0, den: 1)
         var lastDts: Int64? = nil
@@ -73,19 +94,68 @@ public final class MP4Writer {
         var maxPts: Int64? = nil
         /// The latest presentation end (pts + duration) written, in microseconds.
         var endMicros: Int64? = nil
+        /// Ticks (stream time base) the muxer's clock runs ahead of the file's: what undos removed.
+        var shift: Int64 = 0
+        /// Where the muxer's clock is: the last packet's dts + duration given to it (stream time base).
+        var muxNext: Int64 = 0
         let name: String
-        init(index: Int32, timeBase: Rational, name: String) { self.index = index; self.timeBase = timeBase; self.name = name }
+        init(index: Int32, timeBase: Rational, name: String) {
+            self.index = index; self.trackID = UInt32(index) + 1; self.timeBase = timeBase; self.name = name
+        }
         /// A time in `timeBase` in the stream's time base (the track's media timescale once the header is out).
         func toStream(_ x: Int64) -> Int64 {
             let stb = streamTimeBase
             return timeBase.num == Int64(stb.num) && timeBase.den == Int64(stb.den) ? x
                 : rescale(x, timeBase.num * Int64(stb.den), timeBase.den * Int64(stb.num))
         }
+        struct State { var lastDts: Int64?; var maxPts: Int64?; var endMicros: Int64? }
+        var state: State {
+            get { State(lastDts: lastDts, maxPts: maxPts, endMicros: endMicros) }
+            set { lastDts = newValue.lastDts; maxPts = newValue.maxPts; endMicros = newValue.endMicros }
+        }
+    }
+
+    /// A take announced and not yet cut into the file.
+    private struct Boundary {
+        var index: Int
+        var label: String?
+        var videoStart: Int64?
+        var audioStart: Int64?
+        var videoCrossed = false
+        var audioCrossed = false
+    }
+
+    /// A packet of a take held until its cut (bytes in `heldBytes`).
+    private struct Held {
+        var video: Bool
+        var pts: Int64, dts: Int64, duration: Int64, isKeyframe: Bool
+        var range: Range<Int>
+    }
+
+    /// A clean cut in the file: where take `index` begins, and what an undo of it restores.
+    private struct Cut {
+        var index: Int
+        var fileOffset: Int64
+        var fragments: Int
+        var sequence: UInt32
+        var nextCutMicros: Int64
+        var completeMicros: Int64
+        var video: Track.State?
+        var audio: Track.State?
+        /// The file dts (encoder time base) of the take's first packet on each track: where the
+        /// next take's packets continue after an undo.
+        var videoNext: Int64?
+        var audioNext: Int64?
     }
 
     public let path: String
     private let out: OutputContext
     private let packet: AVPacketBox   // reused for every packet
+    private let sink = Sink()
+    private let fd: Int32
+    private var fileEnd: Int64 = 0
+    private var placeholderIn = false
+    private var sequence: UInt32 = 0
     private var video: Track?
     private var audio: Track?
     private var nextCutMicros: Int64
@@ -94,7 +164,7 @@ public final class MP4Writer {
     private var heldVideoBytes: [UInt8] = []
     private var fragments = 0
     private var finished = false
-    private var finalBytes: Int64 = 0
+    private var closed = false
     /// The first failed write to the file; once set, nothing more is written.
     public private(set) var writeFailure: MediaError?
     /// Bytes at the start of the file known to be written whole: header, movie box and complete
@@ -107,23 +177,18 @@ public final class MP4Writer {
     public var onFragmentWritten: (() -> Void)?
     /// Packets whose DTS had to be forced strictly increasing (should stay 0).
     public private(set) var dtsFixes = 0
-    /// Takes begun whose marker waits for the next fragment boundary.
+    /// Take 1's marker, waiting for the first fragment boundary.
     private var pendingMarkers: [TakeMarker] = []
+    private var boundary: Boundary?
+    private var held: [Held] = []
+    private var heldBytes: [UInt8] = []
+    private var cuts: [Cut] = []
     /// Each take marker written: the take's index and the file offset of its `free` box (where
-    /// an undo of that take would cut the file back to).
+    /// an undo of that take cuts the file back to).
     public private(set) var takeMarkers: [(index: Int, fileOffset: Int64)] = []
 
     /// Bytes handed to the file so far (all of them once `finish()` returned).
-    public var bytesWritten: Int64 {
-        if finished { return finalBytes }
-        guard let pb = out.p.pointee.pb else { return completeBytes }
-        return filePos(avio_tell(pb))
-    }
-
-    /// A muxer position as a file offset: the placeholder is in once the first fragment (with ftyp) is out.
-    private func filePos(_ muxerPos: Int64) -> Int64 {
-        creel_avio_box_written(out.p.pointee.pb) == 1 ? muxerPos + Int64(Self.placeholder.count) : muxerPos
-    }
+    public var bytesWritten: Int64 { fileEnd }
 
     /// Opens `path` (created or truncated) and writes the file header. The stream parameters come from the encoders.
     public init(path: String, video v: H264Encoder?, audio a: AACEncoder?, fragmentMicros: Int64 = 1_000_000) throws {
@@ -137,6 +202,12 @@ public final class MP4Writer {
         let ctx = out.p
         self.out = out
         packet = try AVPacketBox(what)
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+        if fd < 0 {
+            let e = errno
+            throw MediaError("cannot open '\(path)' for writing: \(Errno.text(e)) (\(Self.openFailureHint(errno: e, dir: directory(of: path))))", systemError: e)
+        }
+        self.fd = fd
 
         func newStream(_ timeBase: Rational, extradata: [UInt8]) throws(MediaError) -> UnsafeMutablePointer<AVStream> {
             guard let st = avformat_new_stream(ctx, nil) else { throw MediaError("\(what): out of memory adding a stream") }
@@ -173,22 +244,51 @@ public final class MP4Writer {
             audio = Track(index: st.pointee.index, timeBase: a.timeBase, name: "audio")
         }
 
-        let rc = creel_avio_open_with_box(&ctx.pointee.pb, path, Self.placeholder, Int32(Self.placeholder.count))
-        if rc < 0 {
-            throw MediaError("cannot open '\(path)' for writing: \(avErrorText(rc)) (\(Self.openFailureHint(errno: -rc, dir: directory(of: path))))", systemError: -rc)
+        let size: Int32 = 32768
+        // Safe: the AVIOContext owns this buffer from here on; `closeIO` frees it (av_freep) with the context.
+        guard let buffer = av_malloc(Int(size))?.assumingMemoryBound(to: UInt8.self),
+              let pb = avio_alloc_context(buffer, size, 1, Unmanaged.passUnretained(sink).toOpaque(), nil, { opaque, buf, n in
+                  // Safe: opaque is the writer's Sink, alive while the context is (closeIO frees the context
+                  // before the writer lets go of the sink); buf holds n bytes for this call.
+                  let sink = Unmanaged<Sink>.fromOpaque(opaque!).takeUnretainedValue()
+                  sink.bytes.append(contentsOf: UnsafeBufferPointer(start: buf, count: Int(n)))
+                  return n
+              }, nil) else {
+            Glibc.close(fd)
+            throw MediaError("\(what): out of memory for the output buffer")
         }
+        ctx.pointee.pb = pb
         var opts: OpaquePointer? = nil
         defer { av_dict_free(&opts) }
-        try checkAV(av_dict_set(&opts, "movflags", Self.movflags, 0), "\(what): cannot set movflags")
-        // Empty edits (a track starting after 0) are in the movie timescale; 90 kHz keeps them exact for video.
-        try checkAV(av_dict_set(&opts, "movie_timescale", "90000", 0), "\(what): cannot set movie_timescale")
-        try checkAV(avformat_write_header(ctx, &opts), "\(what): cannot write the MP4 header")
-        if let left = av_dict_get(opts, "", nil, AV_DICT_IGNORE_SUFFIX) {
-            throw MediaError("\(what): the mp4 muxer ignored option '\(String(cString: left.pointee.key))'")
+        do {
+            try checkAV(av_dict_set(&opts, "movflags", Self.movflags, 0), "\(what): cannot set movflags")
+            // Empty edits (a track starting after 0) are in the movie timescale; 90 kHz keeps them exact for video.
+            try checkAV(av_dict_set(&opts, "movie_timescale", "90000", 0), "\(what): cannot set movie_timescale")
+            try checkAV(avformat_write_header(ctx, &opts), "\(what): cannot write the MP4 header")
+            if let left = av_dict_get(opts, "", nil, AV_DICT_IGNORE_SUFFIX) {
+                throw MediaError("\(what): the mp4 muxer ignored option '\(String(cString: left.pointee.key))'")
+            }
+        } catch {
+            closeIO()
+            throw error
         }
         // The muxer may pick its own stream time bases; packets are rescaled into them.
         // Safe: t.index came from avformat_new_stream, so it is < nb_streams.
         for t in [video, audio].compactMap({ $0 }) { t.streamTimeBase = ctx.pointee.streams[Int(t.index)]!.pointee.time_base }
+    }
+
+    deinit { closeIO() }
+
+    /// Frees the AVIOContext (writing nothing more) and closes the file. Idempotent.
+    private func closeIO() {
+        guard !closed else { return }
+        closed = true
+        let ctx = out.p
+        if ctx.pointee.pb != nil {
+            av_freep(&ctx.pointee.pb.pointee.buffer)
+            avio_context_free(&ctx.pointee.pb)
+        }
+        Glibc.close(fd)
     }
 
     /// What to do when the file cannot be created in `dir`, by the reason (an errno value):
@@ -202,6 +302,20 @@ public final class MP4Writer {
     public func writeVideo(_ p: Packet) throws {
         guard let video else { throw MediaError("MP4Writer.writeVideo on '\(path)': the file was created without video") }
         if let writeFailure { throw writeFailure }
+        if var b = boundary, let start = b.videoStart, b.videoCrossed || p.pts >= start {
+            if !b.videoCrossed {
+                // The last packet before the take gets its true duration now.
+                if let h = heldVideo { try writeHeldVideo(h, duration: max(1, p.dts - h.dts), video) }
+                b.videoCrossed = true
+                boundary = b
+            }
+            try hold(p, video: true)
+            return
+        }
+        try writeVideoNow(p, video)
+    }
+
+    private func writeVideoNow(_ p: Packet, _ video: Track) throws {
         // Later in display order than every frame before it: those have no hole, so a fragment may end there.
         let mayCut = video.maxPts.map { p.pts > $0 } ?? true
         video.maxPts = max(video.maxPts ?? p.pts, p.pts)
@@ -223,6 +337,16 @@ public final class MP4Writer {
     /// Writes one AAC packet (times in the audio encoder's time base), in the encoder's output order.
     public func writeAudio(_ p: Packet) throws {
         guard let audio else { throw MediaError("MP4Writer.writeAudio on '\(path)': the file was created without audio") }
+        if let writeFailure { throw writeFailure }
+        if var b = boundary, let start = b.audioStart, b.audioCrossed || p.pts + max(1, p.duration) > start {
+            if !b.audioCrossed { b.audioCrossed = true; boundary = b }
+            try hold(p, video: false)
+            return
+        }
+        try writeAudioNow(p, audio)
+    }
+
+    private func writeAudioNow(_ p: Packet, _ audio: Track) throws {
         var mayCut = true
         if let video {
             // Only when the video has stopped coming (or has not come at all for that long).
@@ -235,28 +359,156 @@ public final class MP4Writer {
     /// A take begins: `start` is its first frame's pts in the video encoder's time base (without
     /// video: its first sample's output sample number, in the audio encoder's time base); 0 is the
     /// file's first frame. Its marker (index, start in the chapter clock: the track's media
-    /// timescale, label cut to `TakeMarker.maxLabelBytes`) is written at the next fragment boundary.
+    /// timescale, label cut to `TakeMarker.maxLabelBytes`) is written at its cut (take 1: at the
+    /// first fragment boundary). With video and audio, `beginAudioTake` announces the audio side.
     public func beginTake(index: Int, label: String?, start: Int64) throws {
-        if let writeFailure { throw writeFailure }
-        guard !finished else { throw MediaError("MP4Writer.beginTake(\(index)) after finish() on '\(path)'") }
-        guard index >= 1, start >= 0 else {
-            throw MediaError("MP4Writer.beginTake on '\(path)': take \(index) at \(start); takes count from 1 and start at 0 or later")
-        }
-        let clock = (video ?? audio)!
-        pendingMarkers.append(TakeMarker(index: index, start: clock.toStream(start), label: label ?? ""))
+        try announce(index: index, label: label, video: video != nil ? start : nil, audio: video == nil ? start : nil)
     }
 
-    /// Writes the markers of the takes begun since the last fragment boundary (the caller flushes).
-    private func writeMarkers() {
-        guard !pendingMarkers.isEmpty, let pb = out.p.pointee.pb else { return }
-        for m in pendingMarkers {
-            let offset = filePos(avio_tell(pb))
-            let box = m.box
-            // Safe: avio_write copies box.count bytes from the array's storage during the call.
-            box.withUnsafeBufferPointer { avio_write(pb, $0.baseAddress, Int32($0.count)) }
-            takeMarkers.append((m.index, offset))
+    /// With video: the audio of take `index` begins at output sample `sample` (what the packet
+    /// holding it and every later one belong to). Without video, `beginTake` says it.
+    public func beginAudioTake(index: Int, label: String?, sample: Int64) throws {
+        guard audio != nil, video != nil else { return }
+        try announce(index: index, label: label, video: nil, audio: sample)
+    }
+
+    private func announce(index: Int, label: String?, video v: Int64?, audio a: Int64?) throws {
+        if let writeFailure { throw writeFailure }
+        guard !finished else { throw MediaError("MP4Writer.beginTake(\(index)) after finish() on '\(path)'") }
+        guard index >= 1, (v ?? 0) >= 0, (a ?? 0) >= 0 else {
+            throw MediaError("MP4Writer.beginTake on '\(path)': take \(index) at \(v ?? a ?? 0); takes count from 1 and start at 0 or later")
         }
-        pendingMarkers.removeAll()
+        if index == 1 {
+            // The file's start: nothing before it to cut from.
+            guard cuts.isEmpty, !pendingMarkers.contains(where: { $0.index == 1 }), takeMarkers.isEmpty else { return }
+            if let v { pendingMarkers.append(TakeMarker(index: 1, start: video!.toStream(v), label: label ?? "")) }
+            else if video == nil, let a { pendingMarkers.append(TakeMarker(index: 1, start: audio!.toStream(a), label: label ?? "")) }
+            return
+        }
+        if let b = boundary, b.index != index { try cutTake(b) }
+        var b = boundary ?? Boundary(index: index, label: label)
+        if let v { b.videoStart = v }
+        if let a { b.audioStart = a }
+        if b.label == nil { b.label = label }
+        boundary = b
+    }
+
+    /// Holds a packet of the announced take until every track reaches it; cuts when they have.
+    private func hold(_ p: Packet, video isVideo: Bool) throws {
+        let start = heldBytes.count
+        heldBytes.append(contentsOf: p.data)
+        held.append(Held(video: isVideo, pts: p.pts, dts: p.dts, duration: p.duration, isKeyframe: p.isKeyframe,
+                         range: start..<heldBytes.count))
+        guard let b = boundary else { return }
+        let videoReady = video == nil || b.videoCrossed
+        let audioReady = audio == nil || b.audioCrossed
+        if videoReady && audioReady || heldBytes.count > Self.heldLimitBytes || heldSpanMicros > Self.videoStallMicros {
+            try cutTake(b)
+        }
+    }
+
+    /// Media time between the first and last packet held on one track.
+    private var heldSpanMicros: Int64 {
+        var span: Int64 = 0
+        for (isVideo, t) in [(true, video), (false, audio)] {
+            guard let t, let first = held.first(where: { $0.video == isVideo }), let last = held.last(where: { $0.video == isVideo }) else { continue }
+            span = max(span, micros(last.dts - first.dts, t))
+        }
+        return span
+    }
+
+    /// The take's clean cut: the fragment so far goes out, then the take's marker, then what was held of it.
+    private func cutTake(_ b: Boundary) throws {
+        boundary = nil
+        let clock = (video ?? audio)!
+        let start = video != nil ? b.videoStart : b.audioStart
+        let firstVideo = held.first(where: { $0.video }), firstAudio = held.first(where: { !$0.video })
+        // Each track must have data before the first fragment (the moov's edit lists come from it).
+        let canCut = [video, audio].allSatisfy { $0 == nil || $0!.lastDts != nil } && heldVideo == nil
+        if canCut {
+            try cutFragment()
+            nextCutMicros = max(nextCutMicros, (completeMicros / fragmentMicros + 1) * fragmentMicros)
+            cuts.append(Cut(index: b.index, fileOffset: fileEnd + Int64(sink.bytes.count) + (placeholderIn ? 0 : Int64(Self.placeholder.count)),
+                            fragments: fragments, sequence: sequence, nextCutMicros: nextCutMicros, completeMicros: completeMicros,
+                            video: video?.state, audio: audio?.state,
+                            videoNext: firstVideo?.dts, audioNext: firstAudio?.dts ?? audio.flatMap { a in a.lastDts.map { $0 + 1024 } }))
+            writeMarker(TakeMarker(index: b.index, start: clock.toStream(start ?? 0), label: b.label ?? ""))
+        } else {
+            pendingMarkers.append(TakeMarker(index: b.index, start: clock.toStream(start ?? 0), label: b.label ?? ""))
+        }
+        let packets = held
+        held.removeAll(keepingCapacity: true)
+        defer { heldBytes.removeAll(keepingCapacity: true) }
+        for h in packets {
+            try heldBytes.withUnsafeBytes { all in
+                let p = Packet(data: UnsafeRawBufferPointer(rebasing: all[h.range]), pts: h.pts, dts: h.dts, duration: h.duration,
+                               isKeyframe: h.isKeyframe)
+                if h.video { try writeVideoNow(p, video!) } else { try writeAudioNow(p, audio!) }
+            }
+        }
+    }
+
+    /// Appends a marker to what goes to the file next (after a complete fragment).
+    private func writeMarker(_ m: TakeMarker) {
+        let offset = fileEnd + Int64(sink.bytes.count) + (placeholderIn ? 0 : Int64(Self.placeholder.count))
+        sink.bytes.append(contentsOf: m.box)
+        takeMarkers.append((m.index, offset))
+    }
+
+    /// Removes take `take` (the last begun, not take 1: a file with no take left is started
+    /// again) and everything after it: the file is cut back to the take's marker, what was held
+    /// of it is dropped, and each track continues where the take began. The caller gives the
+    /// next take's packets from fresh encoders (the same settings): video from the removed
+    /// take's first pts, audio from the returned packet time. Returns the audio packet time
+    /// (encoder time base) the file's audio continues at (nil without audio).
+    public func rollback(take: Int) throws -> Int64? {
+        if let writeFailure { throw writeFailure }
+        guard !finished else { throw MediaError("MP4Writer.rollback(take: \(take)) after finish() on '\(path)'") }
+        guard take >= 2 else { throw MediaError("MP4Writer.rollback(take: \(take)) on '\(path)': take 1 is undone by starting the file again") }
+        if let b = boundary, b.index == take {
+            // Not cut yet: nothing of it is in the file.
+            boundary = nil
+            held.removeAll(keepingCapacity: true)
+            heldBytes.removeAll(keepingCapacity: true)
+            if b.videoCrossed { heldVideo = nil }
+            pendingMarkers.removeAll { $0.index >= take }
+            return audio.flatMap { a in a.lastDts.map { $0 + 1024 } } ?? 0
+        }
+        pendingMarkers.removeAll { $0.index >= take }
+        guard let cut = cuts.last, cut.index == take else {
+            throw MediaError("MP4Writer.rollback(take: \(take)) on '\(path)': no clean cut for that take (cuts: \(cuts.map(\.index)))")
+        }
+        cuts.removeLast()
+        boundary = nil
+        held.removeAll(keepingCapacity: true)
+        heldBytes.removeAll(keepingCapacity: true)
+        heldVideo = nil
+        // The muxer's open fragment holds only the removed take: it is flushed into memory and dropped.
+        let ctx = out.p
+        try checkAV(av_write_frame(ctx, nil), "cannot drop the open fragment of '\(path)'")
+        avio_flush(ctx.pointee.pb)
+        sink.bytes.removeAll(keepingCapacity: true)
+        if ftruncate(fd, off_t(cut.fileOffset)) != 0 || lseek(fd, off_t(cut.fileOffset), SEEK_SET) < 0 {
+            let e = errno
+            let err = MediaError("cannot cut '\(path)' back to take \(take) (\(cut.fileOffset) bytes): \(Errno.text(e))", systemError: e)
+            writeFailure = err
+            throw err
+        }
+        fileEnd = cut.fileOffset
+        completeBytes = cut.fileOffset
+        completeMicros = cut.completeMicros
+        fragments = cut.fragments
+        sequence = cut.sequence
+        nextCutMicros = cut.nextCutMicros
+        takeMarkers.removeAll { $0.index >= take }
+        for (t, state, next) in [(video, cut.video, cut.videoNext), (audio, cut.audio, cut.audioNext)] {
+            guard let t, let state else { continue }
+            t.state = state
+            // The next packet continues at `next` in the file and at muxNext in the muxer.
+            let fileNext = next ?? (state.lastDts.map { $0 + 1 } ?? 0)
+            t.shift = t.muxNext - t.toStream(fileNext)
+        }
+        return cut.audioNext
     }
 
     private func micros(_ x: Int64, _ t: Track) -> Int64 { rescale(x, 1_000_000 * t.timeBase.num, t.timeBase.den) }
@@ -265,22 +517,22 @@ public final class MP4Writer {
     public func finish() throws {
         if let writeFailure { throw writeFailure }
         guard !finished else { return }
-        let ctx = out.p
-        guard ctx.pointee.pb != nil else { throw MediaError("MP4Writer.finish on '\(path)': the file was already abandoned") }
+        guard !closed else { throw MediaError("MP4Writer.finish on '\(path)': the file was already abandoned") }
+        if let b = boundary { try cutTake(b) }
         if let h = heldVideo, let video { try writeHeldVideo(h, duration: h.duration, video) }
+        let ctx = out.p
         // The last fragment explicitly (a NULL packet flushes with frag_custom), then the trailer,
         // which with skip_trailer writes nothing more.
-        try checkWrite(av_write_frame(ctx, nil), "cannot write the last fragment of '\(path)'")
-        try checkWrite(av_write_trailer(ctx), "cannot finish MP4 file '\(path)'")
-        writeMarkers()   // takes begun since the last boundary: after the last fragment
-        finished = true
-        let muxerEnd = avio_tell(ctx.pointee.pb)
+        try checkAV(av_write_frame(ctx, nil), "cannot write the last fragment of '\(path)'")
+        try checkAV(av_write_trailer(ctx), "cannot finish MP4 file '\(path)'")
         avio_flush(ctx.pointee.pb)
-        try checkWrite(0, "cannot write the end of '\(path)'")
-        finalBytes = muxerEnd + (creel_avio_box_written(ctx.pointee.pb) == 1 ? Int64(Self.placeholder.count) : 0)
-        completeBytes = finalBytes
+        for m in pendingMarkers { writeMarker(m) }   // takes begun since the last boundary: after the last fragment
+        pendingMarkers.removeAll()
+        try commit()
+        finished = true
+        completeBytes = fileEnd
         completeMicros = coveredMicros
-        try checkAV(creel_avio_closep(&ctx.pointee.pb), "cannot close MP4 file '\(path)'")
+        closeIO()
     }
 
     /// Records a failure to get the file onto the disk that was seen elsewhere (a failed fdatasync):
@@ -289,39 +541,25 @@ public final class MP4Writer {
         if writeFailure == nil { writeFailure = MediaError(message, systemError: systemError) }
     }
 
-    /// Gives up on the file after a failure: closes it without writing anything more (after a failed
-    /// write libavformat writes no more buffered bytes) and truncates it to `completeBytes`, so it ends
-    /// with its last complete fragment. Returns the bytes and media time kept (0 bytes: nothing
-    /// playable; the caller removes the file). Throws only if the file cannot be truncated.
+    /// Gives up on the file after a failure: closes it without writing anything more and truncates
+    /// it to `completeBytes`, so it ends with its last complete fragment. Returns the bytes and media
+    /// time kept (0 bytes: nothing playable; the caller removes the file). Throws only if the file
+    /// cannot be truncated.
     @discardableResult
     public func abandon() throws -> (bytes: Int64, micros: Int64) {
-        let ctx = out.p
-        if !finished, ctx.pointee.pb != nil {
-            // A writer abandoned without a failed write (the caller's own error) has nothing to flush
-            // worth keeping either: whatever follows completeBytes is cut off below.
-            creel_avio_closep(&ctx.pointee.pb)
+        if !finished, !closed {
+            // A writer abandoned without a failed write (the caller's own error) has nothing worth
+            // keeping after completeBytes either: it is cut off.
             finished = true
-            finalBytes = completeBytes
-            if truncate(path, off_t(completeBytes)) != 0 {
-                let e = errno
+            let rc = ftruncate(fd, off_t(completeBytes))
+            let e = errno
+            closeIO()
+            if rc != 0 {
                 throw MediaError("cannot cut '\(path)' back to its last complete fragment (\(completeBytes) bytes): \(Errno.text(e))",
                                  systemError: e)
             }
         }
         return (completeBytes, completeMicros)
-    }
-
-    /// Throws the AVIOContext's error as the writer's final `writeFailure` if a write to the file failed,
-    /// else a plain `MediaError` for a negative `rc` (a muxer error, the file untouched).
-    private func checkWrite(_ rc: Int32, _ what: @autoclosure () -> String) throws(MediaError) {
-        if let pb = out.p.pointee.pb, pb.pointee.error < 0 {
-            let code = pb.pointee.error
-            // AVERROR(e) is -e on Linux; FFmpeg's own codes (FFERRTAG) are far below -4096.
-            let e = MediaError("\(what()): \(avErrorText(code))", systemError: code > -4096 ? -code : nil)
-            writeFailure = e
-            throw e
-        }
-        try checkAV(rc, what())
     }
 
     /// Where every track has been written up to (the smallest presentation end), in microseconds.
@@ -355,32 +593,71 @@ public final class MP4Writer {
         // Safe: libavformat only reads a non-refcounted packet's data (movenc copies it into the fragment).
         pkt.pointee.data = UnsafeMutablePointer(mutating: p.data.baseAddress?.assumingMemoryBound(to: UInt8.self))
         pkt.pointee.size = Int32(p.data.count)
-        pkt.pointee.pts = toStream(pts)
-        pkt.pointee.dts = toStream(dts)
+        let sdts = toStream(dts) + t.shift
+        pkt.pointee.pts = toStream(pts) + t.shift
+        pkt.pointee.dts = sdts
         pkt.pointee.duration = toStream(p.duration)
         pkt.pointee.flags = p.isKeyframe ? AV_PKT_FLAG_KEY : 0
         pkt.pointee.stream_index = t.index
         let rc = av_write_frame(out.p, pkt)
         pkt.pointee.data = nil; pkt.pointee.size = 0
-        try checkWrite(rc, "cannot write a \(t.name) packet (dts \(dts)) to '\(path)'")
+        try checkAV(rc, "cannot write a \(t.name) packet (dts \(dts)) to '\(path)'")
+        t.muxNext = sdts + toStream(p.duration)
         let end = micros(pts + p.duration, t)
         t.endMicros = max(t.endMicros ?? end, end)
     }
 
-    /// Ends the current fragment and pushes it to the file.
+    /// Ends the current fragment and hands it to the file.
     private func cutFragment() throws {
         let ctx = out.p
         // With delay_moov the first forced flush writes only the moov; the second writes the fragment.
         for _ in 0..<(fragments == 0 ? 2 : 1) {
-            try checkWrite(av_write_frame(ctx, nil), "cannot write a fragment to '\(path)'")
+            try checkAV(av_write_frame(ctx, nil), "cannot write a fragment to '\(path)'")
         }
         fragments += 1
-        writeMarkers()
         avio_flush(ctx.pointee.pb)
-        try checkWrite(0, "cannot write to '\(path)'")
+        for m in pendingMarkers { writeMarker(m) }
+        pendingMarkers.removeAll()
+        try commit()
         // Everything up to here reached the file whole.
-        completeBytes = filePos(avio_tell(ctx.pointee.pb))
+        completeBytes = fileEnd
         completeMicros = coveredMicros
         onFragmentWritten?()
+    }
+
+    /// Hands what the muxer wrote since the last fragment to the file: the placeholder after ftyp
+    /// (the first time), each moof's tfdt and sequence number set right, then one write.
+    private func commit() throws {
+        var from = 0
+        if !placeholderIn {
+            guard sink.bytes.count >= 8 else { return }
+            let ftyp = Int(sink.bytes[0]) << 24 | Int(sink.bytes[1]) << 16 | Int(sink.bytes[2]) << 8 | Int(sink.bytes[3])
+            guard ftyp >= 8, ftyp <= sink.bytes.count else { throw MediaError("MP4Writer: the muxer's first box on '\(path)' is \(ftyp) bytes") }
+            sink.bytes.insert(contentsOf: Self.placeholder, at: ftyp)
+            placeholderIn = true
+            from = ftyp + Self.placeholder.count
+        }
+        var shifts: [UInt32: Int64] = [:]
+        for t in [video, audio].compactMap({ $0 }) where t.shift != 0 { shifts[t.trackID] = t.shift }
+        do { try FragmentRewrite.apply(&sink.bytes, from: from, shifts: shifts, sequence: &sequence) }
+        catch { throw MediaError("MP4Writer: cannot set the fragment times of '\(path)' right: \(error)") }
+        var done = 0
+        let total = sink.bytes.count
+        while done < total {
+            let n = sink.bytes.withUnsafeBytes { b in Glibc.write(fd, b.baseAddress! + done, total - done) }
+            if n < 0 {
+                let e = errno
+                if e == EINTR { continue }
+                let err = MediaError("cannot write to '\(path)': \(Errno.text(e))", systemError: e)
+                writeFailure = err
+                // What reached the file of this fragment is cut off by abandon().
+                fileEnd += Int64(done)
+                sink.bytes.removeAll(keepingCapacity: true)
+                throw err
+            }
+            done += n
+        }
+        fileEnd += Int64(total)
+        sink.bytes.removeAll(keepingCapacity: true)
     }
 }

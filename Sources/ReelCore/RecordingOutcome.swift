@@ -7,6 +7,7 @@
 /// - Else a pipeline failure (encoder error, audio backlog) fails the recording, as does an error
 ///   while finishing the file (flush, trailer, rename); the pipeline's failure is the one named.
 /// - Else a source that failed cut it short: the finished file holds everything up to the failure.
+/// - Else, every take undone: nothing kept, no file.
 /// - Else it is complete.
 public enum RecordingOutcome: Equatable, Sendable {
     /// Everything asked for is in `file`.
@@ -15,6 +16,8 @@ public enum RecordingOutcome: Equatable, Sendable {
     case cutShort(kept: Kept, reason: CutShortReason)
     /// The recording ended with an error; any file it left is at the paths the recorder knows.
     case failed(String)
+    /// Every take was undone before the stop: no file was left (none is wanted).
+    case nothingKept
 
     public enum Kept: Equatable, Sendable {
         /// A finished, playable file (renamed from `.part`) holding the recording up to the cut.
@@ -51,6 +54,7 @@ public enum RecordingOutcome: Equatable, Sendable {
         if case let .failed(f) = ending { return .failed(f.description) }
         if let finishError { return .failed(finishError) }
         if case let .sourceFailed(msg) = ending { return .cutShort(kept: .file(file), reason: .sourceFailed(msg)) }
+        if case .nothingKept = ending { return .nothingKept }
         return .complete(file: file)
     }
 }

@@ -150,6 +150,9 @@ public struct SessionMachine: Sendable {
         /// Without video: the samples of the next `encodeAudio`/`encodeSilence` begin this take, at
         /// output sample `start` (the kept samples emitted before them).
         case beginTake(Timeline.Take, start: Int64)
+        /// With video: the samples of the next `encodeAudio`/`encodeSilence` are the take's first,
+        /// at output sample `start` (the muxer cuts the take cleanly there; an undo goes back to it).
+        case beginAudioTake(Timeline.Take, start: Int64)
         /// Encode the next `n` pending samples (per channel).
         case encodeAudio(Int)
         /// Discard the next `n` pending samples.
@@ -198,6 +201,8 @@ public struct SessionMachine: Sendable {
     private var lastKeptOutput: Nanos?
     /// The take of the last frame given to the encoder (without video: of the last samples).
     private var lastTake: Int = 0
+    /// With video: the take of the last samples given to the encoder.
+    private var lastAudioTake: Int = 0
     /// An audio action held back while `.beginTake` goes first.
     private var heldAction: Action?
     /// Frames given to the encoder.
@@ -276,6 +281,7 @@ public struct SessionMachine: Sendable {
         }
         // Without video the next take is announced again under the removed take's number.
         lastTake = min(lastTake, u.take - 1)
+        lastAudioTake = min(lastAudioTake, u.take - 1)
         return .success(rb)
     }
 
@@ -373,11 +379,14 @@ public struct SessionMachine: Sendable {
                     case let .drop(n): audioPending -= n; return .dropAudio(n)
                     case let .silence(n): action = .encodeSilence(n); kept = n
                     }
-                    // Without video a take begins on its first kept sample (or owed silence).
-                    if configuration.videoFPS == nil, let take = timeline.audioTake, take.number > lastTake {
-                        lastTake = take.number
+                    // Without video a take begins on its first kept sample (or owed silence); with
+                    // video that is where the take's audio begins.
+                    if let take = timeline.audioTake, take.number > (configuration.videoFPS == nil ? lastTake : lastAudioTake) {
                         heldAction = action
-                        return .beginTake(take, start: timeline.audioOutput - Int64(kept))
+                        let start = timeline.audioOutput - Int64(kept)
+                        if configuration.videoFPS == nil { lastTake = take.number; return .beginTake(take, start: start) }
+                        lastAudioTake = take.number
+                        return .beginAudioTake(take, start: start)
                     }
                     return action
                 }

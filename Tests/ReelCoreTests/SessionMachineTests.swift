@@ -45,6 +45,8 @@ struct ManualSession {
     /// Takes begun, as the muxer is told: with video at the pts of their first encoded frame
     /// (`VideoDecision.encode`'s newTake), without video at their first kept sample (`.beginTake`).
     private(set) var takes: [Take] = []
+    /// With video: where each take's audio begins (`.beginAudioTake`), as the muxer is told.
+    private(set) var audioTakes: [Take] = []
     struct Take: Equatable { var index: Int; var label: String?; var start: Int64 }
     private(set) var videoCaptured: [Nanos] = []
     private(set) var audio: [Run] = []
@@ -201,6 +203,10 @@ struct ManualSession {
         case let .beginTake(k, start):
             XCTAssertEqual(start, audioTotal, "a take begins where the audio output is")
             takes.append(Take(index: k.number, label: k.label, start: start))
+        case let .beginAudioTake(k, start):
+            XCTAssertNotNil(video, "the audio side of a take is announced only with video")
+            XCTAssertEqual(start, audioTotal, "a take's audio begins where the audio output is")
+            audioTakes.append(Take(index: k.number, label: k.label, start: start))
         case let .encodeSilence(n):
             try encode()
             append(Run(from: nil, count: Int64(n)))

@@ -13,6 +13,8 @@ public enum Command: String, Codable, Sendable, CaseIterable {
     case events
     /// Lists the takes of the recording (none while idle).
     case takes
+    /// Removes the last take (while recording: ends it first, leaving the recording paused).
+    case undo
 }
 
 /// One request line: `{"v":1,"id":7,"cmd":"start","name":"clip"}`.
@@ -254,6 +256,8 @@ public struct ControlEvent: Codable, Sendable, Equatable {
         public static let takeKept = "take_kept"
         /// The length cap stopped the recording.
         public static let capReached = "cap_reached"
+        /// `undo` removed a take (number and label): it is no longer in the file.
+        public static let takeUndone = "take_undone"
     }
     public var v: Int
     /// `state`, `segment`, `finished`, `error` or `overflow`; clients ignore kinds they do not know.

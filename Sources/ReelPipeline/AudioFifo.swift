@@ -48,3 +48,46 @@ struct AudioFifo: ~Copyable {
         head = (head + frames) % capacity; count -= frames
     }
 }
+
+/// The last `frames` frames of interleaved audio given to the encoder, in a ring (preallocated:
+/// appending never allocates). `last()` copies them out in order (once per take, not per chunk).
+struct AudioHistory {
+    let channels: Int
+    let frames: Int
+    private var ring: [Int16]
+    private var write = 0      // next value index
+    private var count = 0      // values held
+
+    init(channels: Int, frames: Int) {
+        self.channels = channels
+        self.frames = frames
+        ring = [Int16](repeating: 0, count: channels * frames)
+    }
+
+    mutating func append(_ s: UnsafeBufferPointer<Int16>) {
+        let cap = ring.count
+        guard cap > 0 else { return }
+        let src = s.count > cap ? UnsafeBufferPointer(rebasing: s[(s.count - cap)...]) : s
+        ring.withUnsafeMutableBufferPointer { r in
+            var i = 0
+            while i < src.count {
+                let n = min(cap - write, src.count - i)
+                // Safe: write + n <= cap and i + n <= src.count.
+                (r.baseAddress! + write).update(from: src.baseAddress! + i, count: n)
+                write = (write + n) % cap
+                i += n
+            }
+        }
+        count = min(cap, count + src.count)
+    }
+
+    /// What is held, oldest first.
+    func last() -> [Int16] {
+        guard count > 0 else { return [] }
+        let start = (write - count + ring.count) % ring.count
+        if start + count <= ring.count { return Array(ring[start..<(start + count)]) }
+        return Array(ring[start...]) + Array(ring[..<write])
+    }
+
+    mutating func clear() { write = 0; count = 0 }
+}

@@ -119,6 +119,8 @@ public struct SessionSnapshot: Sendable {
 /// `start()` has launched it; the rest are immutable or guarded (`queue`, `monitor`, promises).
 package final class RecordingSession: MediaSink, @unchecked Sendable {
     package enum Outcome: Sendable { case ok(Timeline.Phase), refused(String), failed(String) }
+    /// An undo's answer: the take removed (number, label), or why not.
+    package enum UndoOutcome: Sendable { case ok(number: Int, label: String?), refused(String), failed(String) }
     /// What the pipeline tells the recorder as it happens (on the pipeline thread; must not block).
     package enum Notice: Sendable {
         /// A take closed and is kept (pause, stop, the cap).
@@ -131,6 +133,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     package enum Event: Sendable {
         case media(MediaEvent)
         case request(Timeline.Request, at: Nanos?, label: String?, reply: Promise<Outcome>)
+        case undo(at: Nanos?, reply: Promise<UndoOutcome>)
     }
 
     package let partPath: String
@@ -157,9 +160,21 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     /// Every decision of the pipeline (cuts, stall, stop completion, failures, publishing).
     private var machine: SessionMachine!
     private let converter: PixelConverter?
-    private let h264: H264Encoder?
-    private let aac: AACEncoder?
-    private let mux: MP4Writer
+    /// Each take's video gets a fresh encoder (the last one drained first), so no frame refers
+    /// across a take's start and an undo drops exactly what the encoder holds of the removed take.
+    private var h264: H264Encoder?
+    /// Frames given to `h264`.
+    private var h264Frames = 0
+    private var aac: AACEncoder?
+    /// After an undo the AAC encoder is new: its packet times plus this are the file's, and its
+    /// packets before `aacKeepFrom` (priming and the re-encoded context) are dropped.
+    private var aacOffset: Int64 = 0
+    private var aacKeepFrom: Int64 = .min
+    /// The last samples given to the AAC encoder (interleaved), and each take's copy of them at
+    /// its start: what an undo re-primes a fresh encoder with, so the packet at the join is whole.
+    private var history: AudioHistory
+    private var takeHistory: [Int: (start: Int64, samples: [Int16])] = [:]
+    private var mux: MP4Writer
     private let syncer: FileSyncer?
     private let partLock: PartFileLock
     fileprivate var syncerClosed = false
@@ -222,12 +237,14 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         } else { converter = nil; h264 = nil }
         if let f = config.audioFormat {
             aac = try AACEncoder(format: f, settings: config.aac)
+            history = AudioHistory(channels: f.channels, frames: 4096)
             fifo = AudioFifo(channels: f.channels, capacityFrames: f.sampleRate * 10)
             silence = [Int16](repeating: 0, count: 1024 * f.channels)
             resampler = config.driftLock ? try DriftResampler(format: f) : nil
             drift = config.driftLock ? DriftLock(rate: f.sampleRate) : nil
         } else {
             aac = nil
+            history = AudioHistory(channels: 1, frames: 0)
             resampler = nil
             fifo = AudioFifo(channels: 1, capacityFrames: 1)
             silence = []
@@ -242,6 +259,14 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             mux.onFragmentWritten = { syncer.request() }
             self.syncer = syncer
         } else { syncer = nil }
+    }
+
+    /// Removes the last take (see `Timeline.undo`); blocks briefly.
+    package func undo() -> UndoOutcome {
+        let reply = Promise<UndoOutcome>()
+        let at: Nanos? = config.paced ? SystemClock.now() : nil
+        guard queue.put(.undo(at: at, reply: reply)) else { return .refused("cannot undo: the recording is finishing") }
+        return reply.wait(until: SystemClock.now() + 10 * nanosPerSecond) ?? .failed("cannot undo: the pipeline did not answer within 10 s")
     }
 
     /// The camera this recording captures from, for `controls` and `set` while recording.
@@ -367,10 +392,15 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             let channels = fifo.channels  // read before consume(): it holds exclusive access to fifo
             try fifo.consume(n) { samples in
                 meterPeak(samples, channels: channels)
-                try aac.encode(interleaved: samples) { try mux.writeAudio($0) }
+                try encodeAudio(samples, aac)
             }
         case let .dropAudio(n): fifo.discard(n)
-        case let .beginTake(t, start): try mux.beginTake(index: t.number, label: t.label, start: start)
+        case let .beginTake(t, start):
+            takeHistory[t.number] = (start, history.last())
+            try mux.beginTake(index: t.number, label: t.label, start: start)
+        case let .beginAudioTake(t, start):
+            takeHistory[t.number] = (start, history.last())
+            try mux.beginAudioTake(index: t.number, label: t.label, sample: start)
         case let .encodeSilence(n): try encodeSilence(n)
         case let .stopForSourceFailure(msg): logger.error("\(msg); finishing the recording \(partPath)")
         case .publish: publish()
@@ -384,8 +414,88 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         }
     }
 
+    /// Gives samples to the AAC encoder (and the history), its packets to the file in file time.
+    private func encodeAudio(_ samples: UnsafeBufferPointer<Int16>, _ aac: AACEncoder) throws {
+        history.append(samples)
+        try aac.encode(interleaved: samples, writeAAC)
+    }
+
+    /// An AAC packet to the file, in file time (see `aacOffset`).
+    private func writeAAC(_ p: Packet) throws {
+        if aacOffset == 0, aacKeepFrom == .min { try mux.writeAudio(p); return }
+        guard p.pts + aacOffset >= aacKeepFrom else { return }
+        try mux.writeAudio(Packet(data: p.data, pts: p.pts + aacOffset, dts: p.dts + aacOffset, duration: p.duration,
+                                  isKeyframe: p.isKeyframe))
+    }
+
+    /// A new x264 with the same settings (so the same SPS/PPS; its first frame is an IDR). `drain`:
+    /// the old one's frames are written first; else they are dropped (an undo).
+    private func renewVideoEncoder(drain: Bool) throws {
+        guard let old = h264, let f = config.videoFormat else { return }
+        if drain { try old.flush { try mux.writeVideo($0) } }
+        h264 = nil
+        h264 = try H264Encoder(width: f.width, height: f.height, fps: f.fps, settings: config.h264)
+        h264Frames = 0
+    }
+
+    /// Performs an undo the machine accepted: the file goes back to where the take began, the
+    /// encoders drop what they hold of it (fresh ones, the AAC one primed with the kept samples
+    /// before the join), and the next take continues there.
+    private func rollBack(_ rb: SessionMachine.Rollback) throws {
+        let started = SystemClock.now()
+        if h264 != nil { try renewVideoEncoder(drain: false) }
+        if rb.take == 1 {
+            // No take left: the file starts again (same path and inode, so the lock and the syncer hold).
+            mux = try MP4Writer(path: partPath, video: h264, audio: aac, fragmentMicros: mux.fragmentMicros)
+            if let syncer { mux.onFragmentWritten = { syncer.request() } }
+            if let f = config.audioFormat {
+                try? aac?.flush { _ in }  // drained into nothing: libavcodec warns about frames left at close
+                aac = try AACEncoder(format: f, settings: config.aac)
+                history.clear()
+            }
+            aacOffset = 0; aacKeepFrom = .min
+            takeHistory.removeAll()
+        } else {
+            let resume = try mux.rollback(take: rb.take)
+            if let f = config.audioFormat, let resume {
+                // The fresh encoder starts one AAC frame before the first packet to replace, fed the
+                // kept samples from there to the join, so that packet overlaps its neighbour whole.
+                let fresh = try AACEncoder(format: f, settings: config.aac)
+                let base = resume - Int64(fresh.frameSize)
+                let (start, before) = takeHistory[rb.take] ?? (rb.audioSamples, history.last())
+                if start != rb.audioSamples {
+                    logger.warning("undo of take \(rb.take): its audio began at sample \(start), the undo goes back to \(rb.audioSamples)")
+                }
+                let need = Int(start - base) * f.channels
+                var context = [Int16](repeating: 0, count: need)
+                let have = min(need, before.count)
+                context.replaceSubrange((need - have)..<need, with: before.suffix(have))
+                try? aac?.flush { _ in }
+                aac = fresh
+                aacOffset = base
+                aacKeepFrom = resume
+                history.clear()
+                try context.withUnsafeBufferPointer { try encodeAudio($0, fresh) }
+            }
+        }
+        takeHistory = takeHistory.filter { $0.key < rb.take }
+        logger.info("undo of take \(rb.take): \(rb.framesRemoved) frames and \(rb.samplesRemoved) samples removed in \((SystemClock.now() - started) / 1_000_000) ms (\(partPath))")
+    }
+
     private func handle(_ event: Event) throws {
         switch event {
+        case let .undo(at, reply):
+            switch machine.undo(at: at) {
+            case let .success(rb):
+                do { try rollBack(rb) } catch {
+                    reply.fulfill(.failed("cannot undo take \(rb.take): \(error)"))
+                    throw error
+                }
+                publish()
+                reply.fulfill(.ok(number: rb.take, label: rb.label))
+            case let .failure(error):
+                reply.fulfill(.refused(error.description))
+            }
         case let .request(r, at, label, reply):
             switch machine.request(r, at: at, label: label) {
             case let .success(phase):
@@ -397,11 +507,16 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             }
         case let .media(.video(slot, time)):
             defer { videoSource!.pool.release(slot) }
-            guard case let .encode(pts, newTake) = machine.video(at: time), let h264, let converter else { return }
-            // The take's marker goes into the file at the next fragment boundary (chapters at stop).
-            if let t = newTake { try mux.beginTake(index: t.number, label: t.label, start: pts) }
+            guard case let .encode(pts, newTake) = machine.video(at: time), let converter, h264 != nil else { return }
+            if let t = newTake {
+                // A take's video starts on a fresh encoder: the last take's frames all go out first.
+                if h264Frames > 0 { try renewVideoEncoder(drain: true) }
+                // Its marker goes in at its clean cut (chapters at stop; an undo cuts back to it).
+                try mux.beginTake(index: t.number, label: t.label, start: pts)
+            }
             let frame = try converter.convert(UnsafeRawBufferPointer(videoSource!.pool.buffer(slot)))
-            try h264.encode(frame, pts: pts) { try mux.writeVideo($0) }
+            h264Frames += 1
+            try h264!.encode(frame, pts: pts) { try mux.writeVideo($0) }
         case let .media(.audio(slot, frames, sample, time)):
             defer { audioSource!.pool.release(slot) }
             let take = machine.audio(frames: frames, sample: sample, time: time)
@@ -448,7 +563,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         try silence.withUnsafeBufferPointer { zeros in
             while left > 0 {
                 let n = min(left, 1024)
-                try aac.encode(interleaved: UnsafeBufferPointer(rebasing: zeros[0..<(n * f.channels)])) { try mux.writeAudio($0) }
+                try encodeAudio(UnsafeBufferPointer(rebasing: zeros[0..<(n * f.channels)]), aac)
                 left -= n
             }
         }
@@ -534,14 +649,21 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         audioSource?.stop()
         while let e = queue.take(until: 0) {
             if case let .request(_, _, _, reply) = e { reply.fulfill(.refused("the recording is finishing")) }
+            if case let .undo(_, reply) = e { reply.fulfill(.refused("cannot undo: the recording is finishing")) }
         }
         var finishError: String?
         // After a failed write nothing more is written (no encoder flush, no trailer): the file is
         // cut back to its last complete fragment below.
-        if mux.writeFailure == nil {
+        if case .nothingKept = ending, mux.writeFailure == nil {
+            // Every take undone: no file is wanted (the encoders' and muxer's leftovers go with it).
+            try? aac?.flush { _ in }
+            _ = try? mux.abandon()
+            if unlink(partPath) != 0 { logger.warning("cannot remove \(partPath) (every take was undone): \(Errno.current)") }
+            else { logger.info("every take of \(partPath) was undone: removed it") }
+        } else if mux.writeFailure == nil {
             do {
                 try h264?.flush { try mux.writeVideo($0) }
-                try aac?.flush { try mux.writeAudio($0) }
+                try aac?.flush(writeAAC)
                 try mux.finish()
                 closeSyncer()  // the trailer is on disk before the name says the file is complete
                 if !takeSyncFailure() {

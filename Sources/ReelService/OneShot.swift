@@ -36,6 +36,7 @@ public enum OneShot {
             // Cut short by a failed write (disk full): the message names what was kept.
             throw RecorderFailure(e)
         case let .cutShort(_, .sourceFailed(e)), let .failed(e): throw RecorderFailure(e)
+        case .nothingKept: throw RecorderFailure("every take was undone: no file was left at \(output)")
         }
     }
 

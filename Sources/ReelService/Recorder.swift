@@ -59,6 +59,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         case .start: return start(name: request.name, label: request.label, maxDurationNs: request.maxDurationNs, id: request.id)
         case .pause: return control(.pause, id: request.id)
         case .resume: return control(.resume, label: request.label, id: request.id)
+        case .undo: return undo(id: request.id)
         case .stop: return stop(id: request.id, deadline: SystemClock.now() + Self.stopWaitNs)
         case .status: return reply(id: request.id)
         case .takes: return takesReply(id: request.id)
@@ -231,6 +232,28 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         }
     }
 
+    /// `undo`: the pipeline removes the last take (cutting the file back) before answering.
+    private func undo(id: Int?) -> Reply {
+        guard let s = monitor.withLock({ session }) else {
+            return failure(id, .wrongState("cannot undo: not recording (state is idle; there is no take to remove)"))
+        }
+        switch s.undo() {
+        case let .ok(number, label):
+            let title = label ?? "Take \(number)"
+            logger.notice("take \(number) undone (\(title)): \(s.partPath) continues after take \(number - 1)",
+                          metadata: RecordingLog.fields(nil, file: s.finalPath, part: s.partPath))
+            var e = ControlEvent(event: ControlEvent.Kind.takeUndone, file: s.partPath, at: SystemClock.now())
+            e.take = number
+            e.label = label
+            e.title = title
+            events.publish(e)
+            stateChanged(file: s.partPath)
+            return reply(id: id)
+        case let .refused(msg): return failure(id, .wrongState(msg))
+        case let .failed(msg): return failure(id, .failed(msg))
+        }
+    }
+
     /// How long a `stop` waits for the pipeline to finish the file before answering with an error.
     static let stopWaitNs: Nanos = 120 * nanosPerSecond
 
@@ -260,6 +283,9 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             return failure(id, .failed(e))
         case let .cutShort(_, .sourceFailed(e)), let .failed(e):
             return failure(id, .failed("recording \(s.partPath) ended with an error: \(e)"))
+        case .nothingKept:
+            // Every take was undone: stopped, and no file (none is wanted).
+            return reply(id: id, finished: s)
         }
     }
 
@@ -277,6 +303,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
                 case let .writeFailed(e): lastError = e
                 case let .sourceFailed(e): lastError = "\(e); the recording was finished early into \(p)"
                 }
+            case .nothingKept: break
             case let .cutShort(_, .writeFailed(e)), let .cutShort(_, .sourceFailed(e)), let .failed(e):
                 lastError = e
                 // Whatever file the recording left (finished despite the error, or a .part to recover).
@@ -310,6 +337,9 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         case let .cutShort(_, .writeFailed(e)):
             logger.error("recording cut short: \(e)", metadata: RecordingLog.fields(.failed, file: s.finalPath, part: s.partPath))
             emitError(e, .storage)
+        case .nothingKept:
+            logger.notice("recording stopped with every take undone: no file (\(s.finalPath) was not written)")
+            events.publish(ControlEvent(event: ControlEvent.Kind.finished, file: nil, at: SystemClock.now()))
         case let .cutShort(_, .sourceFailed(e)), let .failed(e):
             logger.error("recording ended with an error: \(e)", metadata: RecordingLog.fields(.failed, file: s.finalPath, part: s.partPath))
             emitError("recording \(s.partPath) ended with an error: \(e)", .recording)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import ReelControl
 
 struct Stop: ParsableCommand {
@@ -12,6 +13,12 @@ struct Stop: ParsableCommand {
 
     func run() throws {
         let reply = try perform(.stop, options: global, defaultTimeoutSeconds: 60)
+        if reply.file == nil, let status = reply.status, status.takes.isEmpty {
+            // Every take was undone: stopped, and no file (none is wanted).
+            if json { print(try Wire.text(status)) }
+            FileHandle.standardError.write(Data("reelctl: stopped; every take was undone, so no file was kept\n".utf8))
+            return
+        }
         let file = try requireFile(reply, .stop)
         if json, let status = reply.status {
             print(try Wire.text(status))

@@ -128,6 +128,13 @@ final class FakeRecorder: ControlHandler {
                 s.file = nil
                 s.segments = []
                 return .success(file: final, status: snapshot)
+            case .undo:
+                guard s.state == .recording || s.state == .paused, !s.segments.isEmpty else {
+                    return .failure(.wrongState("cannot undo: no take left to remove"))
+                }
+                s.state = .paused
+                s.segments.removeLast()
+                return .success(status: status(s))
             case .status:
                 return .success(status: status(s))
             case .devices:

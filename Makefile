@@ -2,7 +2,7 @@
 # Works on a fresh Debian 12 machine: missing Debian packages are installed with apt-get.
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
-.PHONY: deps build build-debug test unit e2e vm vm-prepare demo bench soak fuzz fuzz-build clean install install-files config/reeld.toml
+.PHONY: deps build build-debug build-testable test unit e2e vm e2e-run vm-run vm-prepare demo bench soak fuzz fuzz-build clean install install-files config/reeld.toml
 
 PYTHON ?= /usr/bin/python3
 SWIFT ?= swift
@@ -32,7 +32,15 @@ build-debug: deps
 unit: build-debug
 	$(SWIFT) test --skip-build --disable-swift-testing
 
-e2e: build
+# `make test` compiles once: a release build with testability (@testable imports), whose reeld and
+# reelctl the e2e and VM tiers then run (a debug build for XCTest plus a release build for the
+# rest took 50 s more on 2 cores, and the unit tests run twice as fast optimised).
+TESTABLE := -c release -Xswiftc -enable-testing
+build-testable: deps
+	$(SWIFT) build $(TESTABLE) --build-tests
+
+e2e: build e2e-run
+e2e-run:
 	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) -m pytest -q -p no:cacheprovider Tests/e2e
 
 # The real-driver tier: Debian's kernel under QEMU (TCG) with vivid and snd-aloop; reeld and
@@ -42,12 +50,16 @@ e2e: build
 vm-prepare:
 	scripts/vm/prepare
 
-vm: build vm-prepare
+vm: build vm-prepare vm-run
+vm-run: vm-prepare
 	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) -m pytest -q -p no:cacheprovider Tests/vm
 
 # Every test: Swift unit and property tests, the end-to-end tests on the real binaries, then
-# the same binaries on real kernel drivers inside a VM.
-test: unit e2e vm
+# the same binaries on real kernel drivers inside a VM (one build for all three).
+test: build-testable
+	$(SWIFT) test $(TESTABLE) --skip-build --disable-swift-testing
+	$(MAKE) --no-print-directory e2e-run
+	$(MAKE) --no-print-directory vm-run
 
 # The shipped config file is generated from reeld's setting table (Sources/ReelConfig/Config.swift,
 # SettingKey.spec); a unit test fails while it differs. Run after changing a setting.

@@ -16,7 +16,7 @@ struct Reelctl: ParsableCommand {
             while not recording); 2 when reeld could not be reached or answered nothing usable, \
             and for usage errors.
             """,
-        subcommands: [Start.self, Pause.self, Resume.self, Stop.self, Status.self, Takes.self, Events.self, Devices.self, Controls.self, SetControls.self, Verify.self]
+        subcommands: [Start.self, Pause.self, Resume.self, Stop.self, Status.self, Takes.self, Events.self, Devices.self, Controls.self, SetControls.self, Snapshot.self, Verify.self]
     )
 
     @OptionGroup var global: GlobalOptions

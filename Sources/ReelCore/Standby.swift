@@ -13,9 +13,10 @@
 ///   next attempt is due; while an open is under way it waits for it.
 /// - Reconfigured (SIGHUP) with other sources, warm ones are closed and opened again at once; lent
 ///   ones when they come back.
-/// - Media held for a start: the video frames captured at or after the start instant, the audio
-///   chunks that end after it (`keepsAudio`): nothing captured before the instant reaches the
-///   file, and nothing after it is lost while the recording is set up.
+/// - Media held for a start: while idle the last `preroll` of media; from the start instant on,
+///   the video frames captured at or after it and the audio chunks that may reach past it
+///   (`keepsAudio`; the timeline cuts them to the sample): nothing captured before the instant
+///   reaches the file, and nothing after it is lost while the recording is set up.
 public struct StandbyState: Equatable, Sendable {
     public enum Phase: Equatable, Sendable {
         /// Standby is off (or the sources cannot be warm: files, unpaced).
@@ -36,6 +37,10 @@ public struct StandbyState: Equatable, Sendable {
     /// Audio chunks are held from this long before a start instant, so the chunk holding it is
     /// kept (chunks are at most ~10-20 ms).
     public static let audioHoldMargin: Nanos = 100_000_000
+    /// While idle the warm sources keep this much of what they captured (at most half of each
+    /// pool), so that the start instant (when the request reached reeld) can lie before the
+    /// moment the recording is set up to take it, and an idle snapshot is the latest frame at once.
+    public static let preroll: Nanos = 500_000_000
 
     public private(set) var phase: Phase
     /// Consecutive failures (the retry delay doubles with each).

@@ -99,8 +99,48 @@ package final class LiveSources: MediaSink, @unchecked Sendable {
     /// Frames the video source dropped so far (no free slot, or lost by the camera).
     package var videoDropped: Int64 { video?.dropped ?? 0 }
 
-    /// From now on, keeps what is captured at or after `start` for the recording about to attach.
-    package func arm(at start: Nanos) { monitor.withLock { armedAt = start } }
+    /// From now on, keeps what is captured at or after `start` for the recording about to attach
+    /// (what the pre-roll holds from then on included).
+    package func arm(at start: Nanos) {
+        monitor.withLock {
+            armedAt = start
+            var kept = 0
+            for e in held {
+                switch e {
+                case let .video(_, t) where !StandbyState.keepsVideo(capturedAt: t, start: start): release(e)
+                case let .audio(_, _, _, t) where !StandbyState.keepsAudio(capturedAt: t, start: start): release(e)
+                default: held[kept] = e; kept += 1
+                }
+            }
+            held.removeLast(held.count - kept)
+        }
+    }
+
+    /// Idle and not armed: the pre-roll keeps the media of the last `StandbyState.preroll`, at
+    /// most half of each pool; older items go back to their pools. Under `monitor`.
+    private func trimHeld(newest: MediaEvent) {
+        guard armedAt == nil else { return }
+        let now: Nanos
+        switch newest {
+        case let .video(_, t), let .audio(_, _, _, t): now = t
+        default: return
+        }
+        let isVideo: Bool = { if case .video = newest { return true }; return false }()
+        let cap = max(1, ((isVideo ? video?.pool.slots : audio?.pool.slots) ?? 2) / 2)
+        var count = 0
+        for e in held { if case .video = e, isVideo { count += 1 } else if case .audio = e, !isVideo { count += 1 } }
+        var kept = 0
+        for e in held {
+            var drop = false
+            switch e {
+            case let .video(_, t) where isVideo: drop = count > cap || now - t > StandbyState.preroll
+            case let .audio(_, _, _, t) where !isVideo: drop = count > cap || now - t > StandbyState.preroll + StandbyState.audioHoldMargin
+            default: break
+            }
+            if drop { release(e); count -= 1 } else { held[kept] = e; kept += 1 }
+        }
+        held.removeLast(held.count - kept)
+    }
 
     /// Releases what is held and stops holding (a start that failed).
     package func disarm() {
@@ -147,10 +187,12 @@ package final class LiveSources: MediaSink, @unchecked Sendable {
             }
             if let target { return target }
             switch event {
-            case let .video(slot, time):
-                if let a = armedAt, StandbyState.keepsVideo(capturedAt: time, start: a) { held.append(event) } else { video?.pool.release(slot) }
-            case let .audio(slot, _, _, time):
-                if let a = armedAt, StandbyState.keepsAudio(capturedAt: time, start: a) { held.append(event) } else { audio?.pool.release(slot) }
+            case .video, .audio:
+                // Idle: a short pre-roll is held (so a start instant that lies before the request
+                // is handled, or a frame stamped before it arrives, is still recorded); armed:
+                // everything at or after the start instant, until the recording attaches.
+                held.append(event)
+                trimHeld(newest: event)
             case .sourceFailed, .ended: break
             }
             return nil
@@ -179,8 +221,14 @@ package final class LiveSources: MediaSink, @unchecked Sendable {
     /// The next video frame captured (its bytes in `videoFormat` and its capture time), waiting at
     /// most until `deadline`; nil when none came (or a source failed, or no video).
     package func nextFrame(until deadline: Nanos) -> (bytes: [UInt8], time: Nanos)? {
-        guard video != nil else { return nil }
+        guard let video else { return nil }
         return monitor.withLock {
+            // Idle: the newest frame the pre-roll holds is the latest captured: at once.
+            if target == nil, failed == nil, !stopped,
+               let newest = held.last(where: { if case .video = $0 { return true }; return false }),
+               case let .video(slot, time) = newest {
+                return ([UInt8](UnsafeRawBufferPointer(video.pool.buffer(slot))), time)
+            }
             let seen = snapshotCount
             snapshotWanted += 1
             while snapshotCount == seen, failed == nil, !stopped, monitor.wait(until: deadline) {}

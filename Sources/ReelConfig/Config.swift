@@ -148,8 +148,8 @@ public enum SettingKey: String, CaseIterable, Sendable {
                 help: "Keep the camera and microphone open and streaming while idle (nothing is encoded or stored), so that 'start' records from the next frame and 'snapshot' answers at once: true or false.",
                 doc: """
                 Keep the camera and microphone open and streaming while idle (true), so that `start` and
-                `snapshot` take the next captured frame; nothing is encoded or stored until `start`. Off by
-                default: an open camera keeps its light on, holds the device from other programs and costs
+                `snapshot` take the next captured frame; nothing is encoded or stored until `start`. false (the
+                default): an open camera keeps its light on, holds the device from other programs and costs
                 CPU and power all day. A device that fails while idle is retried; `status` says so.
                 """)
         case .preset:

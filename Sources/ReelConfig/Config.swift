@@ -9,12 +9,14 @@ public enum SettingValue: Sendable, Equatable, CustomStringConvertible {
     case string(String)
     case int(Int)
     case strings([String])
+    case bool(Bool)
 
     public var description: String {
         switch self {
         case let .string(s): return "\"\(s)\""
         case let .int(i): return String(i)
         case let .strings(a): return "[" + a.map { "\"\($0)\"" }.joined(separator: ", ") + "]"
+        case let .bool(b): return String(b)
         }
     }
 }
@@ -29,7 +31,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
     case socket, controlGroup = "control_group", controlUser = "control_user", logLevel = "log_level"
     case outputDir = "output_dir", minFreeMB = "min_free_mb", fsync, onFinish = "on_finish", onFinishTimeout = "on_finish_timeout"
     case maxDuration = "max_duration"
-    case video, audio, size, fps, pixelFormat = "pixel_format", sampleRate = "sample_rate", channels
+    case video, audio, size, fps, pixelFormat = "pixel_format", sampleRate = "sample_rate", channels, standby
     case preset, tune, crf, bitrate, keyint, profile, audioBitrate = "audio_bitrate"
     case metricsFile = "metrics_file"
 
@@ -141,6 +143,15 @@ public enum SettingKey: String, CaseIterable, Sendable {
         case .channels:
             return SettingSpec(.sources, .int(1), .range(1...8, unit: ""),
                 help: "Audio channels ({range}).", doc: "Audio channels ({range}).")
+        case .standby:
+            return SettingSpec(.sources, .bool(false), .boolean,
+                help: "Keep the camera and microphone open and streaming while idle (nothing is encoded or stored), so that 'start' records from the next frame and 'snapshot' answers at once: true or false.",
+                doc: """
+                Keep the camera and microphone open and streaming while idle (true), so that `start` and
+                `snapshot` take the next captured frame; nothing is encoded or stored until `start`. false (the
+                default): an open camera keeps its light on, holds the device from other programs and costs
+                CPU and power all day. A device that fails while idle is retried; `status` says so.
+                """)
         case .preset:
             return SettingSpec(.encoding, .string("veryfast"), .oneOf(H264Encoder.presets),
                 help: "x264 preset: {values}.", doc: "x264 preset: {values}.")
@@ -207,6 +218,9 @@ public enum SettingKey: String, CaseIterable, Sendable {
     func problem(_ v: SettingValue) -> String? {
         let rule = spec.rule
         switch rule {
+        case .boolean:
+            guard case .bool = v else { return "expected true or false" }
+            return nil
         case let .range(r, unit):
             guard case let .int(i) = v else { return "expected an integer" }
             return r.contains(i) ? nil : "\(i) is out of range (use \(r.lowerBound) to \(r.upperBound)\(unit))"
@@ -224,7 +238,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
             switch rule {
             case let .oneOf(allowed): return allowed.contains(t) ? nil : "\(Self.show(t)) is not one of \(allowed.joined(separator: ", "))"
             case let .check(check): return check(t)
-            case .range, .program: return nil  // handled above
+            case .range, .program, .boolean: return nil  // handled above
             }
         }
     }
@@ -303,7 +317,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
 /// One setting's declaration (see `SettingKey.spec`).
 public struct SettingSpec: Sendable {
     /// How the value is typed in the file (flags and the environment give strings).
-    public enum Kind: Sendable { case string, int, stringOrInt, strings }
+    public enum Kind: Sendable { case string, int, stringOrInt, strings, bool }
     /// The parts of reeld.toml, in order.
     public enum Section: String, CaseIterable, Sendable {
         case control = "Control", storage = "Storage", sources = "Sources", encoding = "Encoding", monitoring = "Monitoring"
@@ -315,6 +329,8 @@ public struct SettingSpec: Sendable {
         case oneOf([String])
         /// A program and its arguments (`on_finish`).
         case program
+        /// true or false.
+        case boolean
         /// Any other string: nil when fine, else what is wrong and the fix.
         case check(@Sendable (String) -> String?)
     }
@@ -339,6 +355,7 @@ public struct SettingSpec: Sendable {
         switch rule {
         case .range: kind = .int
         case .program: kind = .strings
+        case .boolean: kind = .bool
         default: kind = integerToo ? .stringOrInt : .string
         }
         var expand: [(String, String)] = []
@@ -474,6 +491,12 @@ public struct DaemonSettings: Sendable {
         switch key.kind {
         case .string, .stringOrInt: return .string(raw)
         case .strings: return .strings(raw.isEmpty ? [] : [raw])
+        case .bool:
+            switch raw.trimmingCharacters(in: .whitespaces).lowercased() {
+            case "true", "yes", "on", "1": return .bool(true)
+            case "false", "no", "off", "0": return .bool(false)
+            default: throw ConfigError.at(origin, key: key.rawValue, "'\(raw)' is not true or false")
+            }
         case .int:
             guard let i = Int(raw.trimmingCharacters(in: .whitespaces)) else {
                 throw ConfigError.at(origin, key: key.rawValue, "'\(raw)' is not an integer")
@@ -535,6 +558,7 @@ public struct DaemonSettings: Sendable {
             switch (k.kind, value.type) {
             case (.string, .string), (.stringOrInt, .string): v = .string(value.string!)
             case (.int, .int), (.stringOrInt, .int): v = k.kind == .int ? .int(value.int!) : .string(String(value.int!))
+            case (.bool, .bool): v = .bool(value.bool!)
             case (.strings, .array):
                 var items: [String] = []
                 for item in value.array! {
@@ -549,6 +573,7 @@ public struct DaemonSettings: Sendable {
                 case .int: want = "an integer (no quotes)"
                 case .stringOrInt: want = k == .maxDuration ? "an integer or a string (seconds with decimals go in quotes: \"2.5\")" : "an integer or a string"
                 case .strings: want = "an array of strings"
+                case .bool: want = "true or false (no quotes)"
                 }
                 var hint = ""
                 if k == .fps, value.type == .double { hint = " (write a fractional rate as a string, e.g. \"30000/1001\" for 29.97)" }
@@ -826,8 +851,10 @@ public struct DaemonSettings: Sendable {
         case let .string(s): return s
         case let .int(i): return String(i)
         case let .strings(a): return a.joined(separator: " ")
+        case let .bool(b): return String(b)
         }
     }
+    public func bool(_ k: SettingKey) -> Bool { if case let .bool(b) = values[k]! { return b }; return false }
     public func int(_ k: SettingKey) -> Int { if case let .int(i) = values[k]! { return i }; return Int(string(k)) ?? 0 }
     public func strings(_ k: SettingKey) -> [String] { if case let .strings(a) = values[k]! { return a }; return [string(k)] }
     /// nil for an empty string.

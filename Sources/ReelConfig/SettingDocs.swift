@@ -61,6 +61,7 @@ public enum SettingDocs {
             switch spec.kind {
             case .int: value = "<n>"
             case .strings: value = "<program>"
+            case .bool: value = "true|false"
             case .string, .stringOrInt: value = "<value>"
             }
             let head = "  \(key.flag) \(value)"
@@ -88,6 +89,7 @@ public enum SettingDocs {
         case let .string(s): return s
         case let .int(i): return String(i)
         case let .strings(a): return a.joined(separator: " ")
+        case let .bool(b): return String(b)
         }
     }
 
@@ -100,6 +102,7 @@ public enum SettingDocs {
         case let .string(s): return kind == .stringOrInt && Int(s) != nil ? s : quoted(s)
         case let .int(i): return String(i)
         case let .strings(a): return "[" + a.map(quoted).joined(separator: ", ") + "]"
+        case let .bool(b): return String(b)
         }
     }
 

@@ -118,6 +118,7 @@ extension Request: OrderedJSON {
             if let name { o.field("name", name) }
             if let label { o.field("label", label) }
             if let maxDurationNs { o.field("maxDurationNs", maxDurationNs) }
+            if let width { o.field("width", width) }
             if let args {
                 o.key("args")
                 o.object { a in
@@ -188,6 +189,7 @@ extension StatusInfo: OrderedJSON {
             o.key("takes")
             o.array(takes) { a, t in t.write(to: &a) }
             o.field("remainingNs", remainingNs)
+            o.field("standby", standby)
         }
     }
 }
@@ -215,6 +217,17 @@ extension Reply: OrderedJSON {
             if let takes {
                 o.key("takes")
                 o.array(takes) { a, t in t.write(to: &a) }
+            }
+            if let startNs { o.field("startNs", startNs) }
+            if let snapshot {
+                o.key("snapshot")
+                o.object { s in
+                    s.field("width", snapshot.width)
+                    s.field("height", snapshot.height)
+                    s.field("capturedNs", snapshot.capturedNs)
+                    s.field("bytes", snapshot.bytes)
+                    s.field("jpeg", snapshot.jpeg)
+                }
             }
             if let error {
                 o.key("error")

@@ -15,6 +15,8 @@ public enum Command: String, Codable, Sendable, CaseIterable {
     case takes
     /// Removes the last take (while recording: ends it first, leaving the recording paused).
     case undo
+    /// A JPEG of the latest captured frame (`width`: scaled to it), in the reply.
+    case snapshot
 }
 
 /// One request line: `{"v":1,"id":7,"cmd":"start","name":"clip"}`.
@@ -32,9 +34,12 @@ public struct Request: Codable, Sendable, Equatable {
     /// Only meaningful for `start`: the length cap of this recording in ns (0: none), overriding
     /// the `max_duration` setting.
     public var maxDurationNs: Nanos?
+    /// Only meaningful for `snapshot`: scale the image to this many columns (nil: as captured).
+    public var width: Int?
 
     public init(v: Int = protocolVersion, id: Int? = nil, cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil,
-                label: String? = nil, maxDurationNs: Nanos? = nil) {
+                label: String? = nil, maxDurationNs: Nanos? = nil, width: Int? = nil) {
+        self.width = width
         self.v = v
         self.id = id
         self.cmd = cmd
@@ -170,6 +175,8 @@ public struct StatusInfo: Codable, Sendable, Equatable {
     public var takes: [TakeInfo] = []
     /// With a length cap: output time left before it (0 once reached); nil without a cap.
     public var remainingNs: Nanos?
+    /// Standby (warm devices): nil when off, else "opening", "warm" or "failed" (`lastError` says why).
+    public var standby: String?
 
     public init(state: RecorderState, file: String?, segments: [SegmentInfo], recordedNs: Nanos,
                 frames: Int64, droppedFrames: Int64, audioSamples: Int64, lastFile: String?,
@@ -191,7 +198,7 @@ public struct StatusInfo: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case state, file, segments, recordedNs, frames, droppedFrames, audioSamples, audioFilledSamples, lastFile, lastError, video, audio, uptimeNs
-        case audioPeakDbfs, bytesWritten, freeBytes, takes, remainingNs
+        case audioPeakDbfs, bytesWritten, freeBytes, takes, remainingNs, standby
     }
 
     // Written by hand so that a reply from an older reeld without `audioFilledSamples` decodes (as 0).
@@ -217,6 +224,7 @@ public struct StatusInfo: Codable, Sendable, Equatable {
         // Added with labels and the length cap.
         takes = try c.decodeIfPresent([TakeInfo].self, forKey: .takes) ?? []
         remainingNs = try c.decodeIfPresent(Nanos.self, forKey: .remainingNs)
+        standby = try c.decodeIfPresent(String.self, forKey: .standby)  // added with standby
     }
 
     // Written by hand so that absent values appear as `null` (the synthesized one omits them).
@@ -240,6 +248,7 @@ public struct StatusInfo: Codable, Sendable, Equatable {
         try c.encode(freeBytes, forKey: .freeBytes)
         try c.encode(takes, forKey: .takes)
         try c.encode(remainingNs, forKey: .remainingNs)
+        try c.encode(standby, forKey: .standby)
     }
 }
 
@@ -316,6 +325,10 @@ public struct Reply: Codable, Sendable, Equatable {
     public var controls: [CameraControlInfo]?
     /// `takes` only: the takes, as in the status object.
     public var takes: [TakeInfo]?
+    /// `start` only: the start instant (CLOCK_MONOTONIC ns on reeld's host): nothing captured before it is recorded.
+    public var startNs: Nanos?
+    /// `snapshot` only: the JPEG and what it shows.
+    public var snapshot: SnapshotInfo?
 
     public init(v: Int = protocolVersion, id: Int? = nil, ok: Bool, file: String? = nil,
                 status: StatusInfo? = nil, error: ControlError? = nil, devices: DeviceList? = nil,
@@ -419,12 +432,16 @@ public enum Wire {
         if cmd == .start, let problem = envelope.maxDurationProblem {
             return bad(problem)
         }
+        if !envelope.widthValid || (cmd == .snapshot && (envelope.width ?? 16) < 16) {
+            return bad("bad \"width\": must be an integer of at least 16 (pixels; or left out for the captured size)")
+        }
         if cmd == .set, envelope.args?.isEmpty ?? true {
             return bad("'set' needs \"args\": the controls to set, e.g. {\"brightness\":200} (see 'reelctl controls')")
         }
         return .success(Request(v: v, id: id, cmd: cmd, name: cmd == .start ? envelope.name : nil, args: cmd == .set ? envelope.args : nil,
                                 label: cmd == .start || cmd == .resume ? envelope.label : nil,
-                                maxDurationNs: cmd == .start ? envelope.maxDurationNs : nil))
+                                maxDurationNs: cmd == .start ? envelope.maxDurationNs : nil,
+                                width: cmd == .snapshot ? envelope.width : nil))
     }
 
     /// The longest label, in UTF-8 bytes.
@@ -479,13 +496,15 @@ public enum Wire {
         var labelValid = true
         var maxDurationNs: Nanos?
         var maxDurationValid = true
+        var width: Int?
+        var widthValid = true
 
         var maxDurationProblem: String? {
             guard maxDurationValid else { return "bad \"maxDurationNs\": must be an integer number of nanoseconds (or left out)" }
             return maxDurationNs.flatMap(Wire.maxDurationProblem)
         }
 
-        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args, label, maxDurationNs }
+        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args, label, maxDurationNs, width }
 
         init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -513,8 +532,38 @@ public enum Wire {
                 maxDurationNs = try? c.decode(Nanos.self, forKey: .maxDurationNs)
                 maxDurationValid = maxDurationNs != nil
             }
+            if c.contains(.width), (try? c.decodeNil(forKey: .width)) != true {
+                width = try? c.decode(Int.self, forKey: .width)
+                widthValid = width != nil
+            }
         }
     }
+}
+
+/// A `snapshot` reply's image: a JPEG of one captured frame, base64 in `jpeg`.
+public struct SnapshotInfo: Codable, Sendable, Equatable {
+    public var width: Int
+    public var height: Int
+    /// When the frame was captured, CLOCK_MONOTONIC ns on reeld's host.
+    public var capturedNs: Nanos
+    /// The JPEG's size in bytes (at most `SnapshotInfo.maxBytes`).
+    public var bytes: Int
+    /// The JPEG, base64 (RFC 4648, with padding).
+    public var jpeg: String
+
+    /// The largest JPEG a reply carries (8 MiB: about 11 MB of base64, under the client's limit).
+    public static let maxBytes = 8 << 20
+
+    public init(width: Int, height: Int, capturedNs: Nanos, jpeg: [UInt8]) {
+        self.width = width
+        self.height = height
+        self.capturedNs = capturedNs
+        self.bytes = jpeg.count
+        self.jpeg = Data(jpeg).base64EncodedString()
+    }
+
+    /// The JPEG's bytes (nil: not base64).
+    public var jpegBytes: [UInt8]? { Data(base64Encoded: jpeg).map { [UInt8]($0) } }
 }
 
 /// A request line that could not be parsed: the `bad_request` error and the id, if readable.

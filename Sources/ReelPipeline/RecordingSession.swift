@@ -43,6 +43,8 @@ public struct RecorderConfig: Sendable {
     /// Camera controls set at every open of a V4L2 camera, in order: `[camera.controls]` from
     /// the config file, then what `reelctl set` changed since reeld started (later wins).
     public var cameraControls: [CameraControlAssignment] = []
+    /// Keep the live sources open and streaming while idle (`standby`; see `StandbyState`).
+    public var standby = false
     public init(outputDir: String, video: Video, audio: Audio, paced: Bool, h264: H264Settings, aac: AACSettings,
                 driftLock: Bool = true) {
         self.outputDir = outputDir; self.video = video; self.audio = audio; self.paced = paced; self.h264 = h264; self.aac = aac
@@ -157,6 +159,11 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     // Pipeline thread.
     private let videoSource: (any CaptureSource)?
     private let audioSource: (any CaptureSource)?
+    /// Sources opened by the recorder (standby, snapshots): attached at start, detached at the end
+    /// (the recorder stops or keeps them); nil: this session opened its own and stops them.
+    private let live: LiveSources?
+    /// Frames the live video source had dropped before this recording (while idle).
+    private var droppedBefore: Int64 = 0
     /// Every decision of the pipeline (cuts, stall, stop completion, failures, publishing).
     private var machine: SessionMachine!
     private let converter: PixelConverter?
@@ -205,7 +212,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     private let label: String?
 
     package init(config: RecorderConfig, partPath: String, finalPath: String, logger: Logger, health: HealthMonitor? = nil,
-         schedule: [(Timeline.Request, Nanos)] = [], label: String? = nil) throws {
+         schedule: [(Timeline.Request, Nanos)] = [], label: String? = nil, sources: LiveSources? = nil) throws {
         self.config = config
         self.label = label
         self.health = health
@@ -215,6 +222,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         self.logger = logger
         var vs: (any CaptureSource)?
         var aso: (any CaptureSource)?
+        live = sources
+        if let sources { vs = sources.video; aso = sources.audio } else {
         switch config.video {
         case .none: vs = nil
         case let .test(f): vs = TestVideoSource(format: f, paced: config.paced)
@@ -226,6 +235,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         case let .test(f, skew): aso = TestAudioSource(format: f, skewPpm: skew, paced: config.paced)
         case let .wav(path, _): aso = try FileAudioSource(path: path, paced: config.paced)
         case let .alsa(device, f): aso = try ALSAAudioSource(device: device, format: f, logger: logger)
+        }
         }
         videoSource = vs
         audioSource = aso
@@ -276,10 +286,16 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
 
     package var snapshot: SessionSnapshot { monitor.withLock { snapshotValue } }
 
-    /// Starts the sources at a common T0 and the pipeline thread.
-    package func start() {
-        let t0 = SystemClock.now()
-        lastVideoArrival.store(t0, ordering: .relaxed)
+    /// The recorder's live sources this recording uses (nil: its own).
+    package var liveSources: LiveSources? { live }
+
+    /// Starts the sources at a common T0 and the pipeline thread. With live sources already
+    /// streaming (standby), `requestedAt` is the start instant: what they captured from then on
+    /// (held since `LiveSources.arm`) is recorded, nothing before.
+    package func start(requestedAt: Nanos? = nil) {
+        let now = SystemClock.now()
+        let t0 = live != nil ? min(requestedAt ?? now, now) : now
+        lastVideoArrival.store(now, ordering: .relaxed)
         var mc = SessionMachine.Configuration(videoFPS: videoSource == nil ? nil : config.videoFormat?.fps,
                                               videoTimeBase: h264?.timeBase ?? Rational(1, 90_000),
                                               audio: config.audioFormat, paced: config.paced)
@@ -292,9 +308,15 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             if videoSource != nil { videoBeat = health.register("video capture thread") }
             if audioSource != nil { audioBeat = health.register("audio capture thread") }
         }
+        droppedBefore = live?.videoDropped ?? 0
         let thread = Thread { [self] in run() }
         thread.name = "reel-pipeline"
         thread.start()
+        if let live {
+            live.attach(self)
+            live.start(at: t0)  // not yet streaming (no standby): they start now, as a session's own would
+            return
+        }
         videoSource?.start(at: t0, sink: self)
         audioSource?.start(at: t0, sink: self)
     }
@@ -621,7 +643,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         s.frames = p.frames
         s.audioSamples = p.audioSamples
         s.audioFilledSamples = p.audioFilledSamples
-        s.droppedFrames = (videoSource?.dropped ?? 0) + p.droppedFrames
+        s.droppedFrames = (videoSource?.dropped ?? 0) - droppedBefore + p.droppedFrames
         s.timestampFixes = p.timestampFixes
         s.sourceError = p.sourceError
         s.storageError = storageFailure
@@ -645,11 +667,19 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     private func finish(_ ending: SessionMachine.Ending) {
         queue.close()
         for b in [pipelineBeat, videoBeat, audioBeat] { health?.unregister(b) }
-        videoSource?.stop()
-        audioSource?.stop()
+        if let live { live.detach() } else {
+            videoSource?.stop()
+            audioSource?.stop()
+        }
         while let e = queue.take(until: 0) {
-            if case let .request(_, _, _, reply) = e { reply.fulfill(.refused("the recording is finishing")) }
-            if case let .undo(_, reply) = e { reply.fulfill(.refused("cannot undo: the recording is finishing")) }
+            switch e {
+            case let .request(_, _, _, reply): reply.fulfill(.refused("the recording is finishing"))
+            case let .undo(_, reply): reply.fulfill(.refused("cannot undo: the recording is finishing"))
+            // Live sources outlive the recording: their slots go back.
+            case let .media(.video(slot, _)): videoSource?.pool.release(slot)
+            case let .media(.audio(slot, _, _, _)): audioSource?.pool.release(slot)
+            case .media: break
+            }
         }
         var finishError: String?
         // After a failed write nothing more is written (no encoder flush, no trailer): the file is

@@ -3,6 +3,7 @@ import Logging
 import ReelCapture
 import ReelControl
 import ReelCore
+import ReelMedia
 import ReelPipeline
 import ReelStorage
 import ReelSystem
@@ -44,6 +45,10 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     /// What `reelctl set` changed since start-up, in order (buttons are not kept: a press is
     /// not replayed). Applied after the config's `[camera.controls]` at every open of the camera.
     private var controlOverrides: [CameraControlAssignment] = []
+    /// Warm devices while idle (`standby = true`), lent to each recording.
+    let standby: Standby
+    /// The current recording's devices are the standby's (given back at its end).
+    private var sessionIsWarm = false
 
     public init(config: RecorderConfig, logger: Logger, health: HealthMonitor = HealthMonitor(),
                 onStateChange: @escaping @Sendable (String) -> Void = { _ in }) {
@@ -51,12 +56,41 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         self.logger = logger
         self.health = health
         self.onStateChange = onStateChange
+        let overrides = ControlOverrides()
+        self.standbyControls = overrides
+        standby = Standby(config: config, logger: logger, controls: { overrides.value })
         refreshFreeSpace()
+        standby.onChange = { [weak self] in self?.standbyChanged() }
+    }
+    /// `controlOverrides` as the standby thread reads them (kept in step by `setControls`).
+    private let standbyControls: ControlOverrides
+
+    /// Opens the devices when standby is on (the "recorder" service's start).
+    public func startStandby() { standby.start() }
+
+    /// The last standby failure reported (so each is reported once).
+    private var standbyFailure: String?
+
+    /// Standby changed (opened, failed, retried): a new failure becomes `lastError` and an
+    /// `error` event; STATUS= follows.
+    private func standbyChanged() {
+        let failure = standby.status.failure
+        let report: String? = monitor.withLock {
+            defer { standbyFailure = failure }
+            guard let failure, failure != standbyFailure else { return nil }
+            let msg = "standby: \(failure); reeld keeps retrying (check the device)"
+            lastError = msg
+            return msg
+        }
+        if let report { emitError(report, .source) }
+        onStateChange(statusLine().line)
     }
 
     public func handle(_ request: Request) -> Reply {
+        let received = SystemClock.now()  // the start instant with standby
         switch request.cmd {
-        case .start: return start(name: request.name, label: request.label, maxDurationNs: request.maxDurationNs, id: request.id)
+        case .start: return start(name: request.name, label: request.label, maxDurationNs: request.maxDurationNs, id: request.id, requestedAt: received)
+        case .snapshot: return snapshot(width: request.width, id: request.id, requestedAt: received)
         case .pause: return control(.pause, id: request.id)
         case .resume: return control(.resume, label: request.label, id: request.id)
         case .undo: return undo(id: request.id)
@@ -95,6 +129,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     /// Replaces the configuration for the next recording; the current one is not touched.
     public func reconfigure(_ c: RecorderConfig) {
         monitor.withLock { currentConfig = c }
+        standby.reconfigure(c)
         refreshFreeSpace()
     }
 
@@ -139,11 +174,12 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         monitor.withLock {
             while ending > 0, monitor.wait(until: deadline) {}
         }
+        standby.shutdown()
     }
 
     // MARK: Commands
 
-    private func start(name: String?, label: String?, maxDurationNs: Nanos?, id: Int?) -> Reply {
+    private func start(name: String?, label: String?, maxDurationNs: Nanos?, id: Int?, requestedAt: Nanos) -> Reply {
         lifecycle.lock(); defer { lifecycle.unlock() }
         if monitor.withLock({ closing }) {
             return failure(id, .wrongState("cannot start: reeld is shutting down (start it again, e.g. 'systemctl start reeld')"))
@@ -171,9 +207,31 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             emitError(msg, .start)
             return failure(id, .failed(msg))
         }
+        // The devices: warm ones (standby) from the start instant on, else opened now.
+        var live: LiveSources?
+        let warm: Bool
+        switch standby.borrow(until: SystemClock.now() + 5 * nanosPerSecond) {
+        case let .success(s)?:
+            live = s; warm = true
+            s.arm(at: requestedAt)
+        case let .failure(why)?:
+            let msg = "cannot start recording: \(why)"
+            logger.error("\(msg)")
+            monitor.withLock { lastError = msg }
+            emitError(msg, .start)
+            return failure(id, .failed(msg))
+        case nil: warm = false
+        }
         do {
-            let s = try RecordingSession(config: config, partPath: paths.part, finalPath: paths.final, logger: logger, health: health,
-                                         label: label)
+            if live == nil { live = try LiveSources.open(config, logger: logger) }
+            let s: RecordingSession
+            do {
+                s = try RecordingSession(config: config, partPath: paths.part, finalPath: paths.final, logger: logger, health: health,
+                                         label: label, sources: live)
+            } catch {
+                if let live { if warm { live.disarm(); standby.giveBack(live) } else { live.stop() } }
+                throw error
+            }
             let file = paths.part
             s.onNotice = { [events] notice in
                 switch notice {
@@ -183,8 +241,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
                     events.publish(ControlEvent(event: ControlEvent.Kind.capReached, file: file, maxDurationNs: cap, at: SystemClock.now()))
                 }
             }
-            monitor.withLock { session = s; lastError = nil }
-            s.start()
+            monitor.withLock { session = s; sessionIsWarm = warm; lastError = nil }
+            s.start(requestedAt: warm ? requestedAt : nil)
             logger.notice("recording started: \(paths.part) (video: \(s.sourceDescriptions.video ?? "none"), audio: \(s.sourceDescriptions.audio ?? "none"))",
                           metadata: RecordingLog.fields(.started, file: paths.final, part: paths.part, segment: 0))
             refreshFreeSpace()
@@ -196,6 +254,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             }
             var r = reply(id: id)
             r.file = paths.part
+            r.startNs = requestedAt  // with standby also the start cut; without, the devices open after it
             return r
         } catch {
             let msg = "cannot start recording \(paths.part): \(error)"
@@ -290,8 +349,19 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     }
 
     private func sessionEnded(_ s: RecordingSession, _ outcome: RecordingOutcome) {
+        var close: LiveSources?
+        var standbyFailed = false
+        defer {
+            close?.stop()  // the devices of a recording without standby, closed outside the lock
+            if standbyFailed { standbyChanged() }
+        }
         let changed: Bool = monitor.withLock {
             guard session === s else { return false }
+            // The devices: back to standby (kept warm), before `session` is cleared so that a
+            // `start` that follows finds them warm; or closed.
+            if let live = s.liveSources {
+                if sessionIsWarm { standbyFailed = standby.giveBack(live) } else { close = live }
+            }
             session = nil
             ending += 1
             switch outcome {
@@ -365,7 +435,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     /// (after applying the config and earlier `set`s, as a recording would).
     private func listControls(id: Int?) -> Reply {
         let (s, config, overrides) = monitor.withLock { (session, currentConfig, controlOverrides) }
-        if let list = s?.camera?.controls() { return controlsReply(id, list) }
+        if let list = (s?.camera ?? standby.warm?.camera)?.controls() { return controlsReply(id, list) }
         let path: String
         switch cameraPath(s?.config ?? config) {
         case let .success(p): path = p
@@ -388,7 +458,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         let (s, config, overrides) = monitor.withLock { (session, currentConfig, controlOverrides) }
         let set: [CameraControlInfo]
         do {
-            if let live = try s?.camera?.setControls(assignments) {
+            if let live = try (s?.camera ?? standby.warm?.camera)?.setControls(assignments) {
                 set = live
             } else {
                 let path: String
@@ -408,9 +478,84 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
                 controlOverrides.removeAll { $0.name == a.name }
                 controlOverrides.append(a)
             }
+            standbyControls.value = controlOverrides
         }
         logger.notice("camera controls set: \(set.map { "\($0.name)=\($0.value.map($0.show) ?? "?")" }.joined(separator: " "))")
         return controlsReply(id, set)
+    }
+
+    // MARK: Snapshots
+
+    /// How long a snapshot waits for the next frame of open devices, and for a brief open.
+    static let snapshotWaitNs: Nanos = 2 * nanosPerSecond
+    static let snapshotOpenWaitNs: Nanos = 5 * nanosPerSecond
+
+    /// `snapshot`: a JPEG of the next frame the camera delivers: from the recording's devices,
+    /// the warm ones (standby), or a brief open of the configured camera. The image goes back in
+    /// the reply, so any client allowed on the socket gets it, wherever reeld may write.
+    private func snapshot(width: Int?, id: Int?, requestedAt: Nanos) -> Reply {
+        var open = monitor.withLock { session?.liveSources } ?? standby.warm
+        var brief: LiveSources?
+        if open == nil {
+            // A brief open, serialised with start/stop so that it never races a recording's open.
+            lifecycle.lock()
+            defer { lifecycle.unlock() }
+            open = monitor.withLock { session?.liveSources } ?? standby.warm
+            if open == nil {
+                var config = self.config
+                config.cameraControls += monitor.withLock { controlOverrides }
+                let camera = snapshotSource(config)
+                guard camera.ok else { return failure(id, .failed(camera.why)) }
+                do {
+                    guard let s = try LiveSources.open(config, logger: logger, videoOnly: true) else {
+                        return failure(id, .failed("cannot take a snapshot: \(config.videoDescription) is not a live source (snapshots need a camera or the test source)"))
+                    }
+                    brief = s
+                    s.start()
+                } catch {
+                    return failure(id, .failed("cannot take a snapshot: \(error)"))
+                }
+                return snapshotReply(from: brief!, width: width, id: id, requestedAt: requestedAt, wait: Self.snapshotOpenWaitNs, closing: true)
+            }
+        }
+        return snapshotReply(from: open!, width: width, id: id, requestedAt: requestedAt, wait: Self.snapshotWaitNs, closing: false)
+    }
+
+    /// Whether the configured video source can give a snapshot, or why not.
+    private func snapshotSource(_ config: RecorderConfig) -> (ok: Bool, why: String) {
+        switch config.video {
+        case .v4l2, .test: return (true, "")
+        case .none: return (false, "cannot take a snapshot: there is no video source (video = \"none\"; set a camera, see 'reelctl devices')")
+        case let .y4m(path, _): return (false, "cannot take a snapshot: the video source is the file y4m:\(path) (snapshots need a camera or the test source)")
+        }
+    }
+
+    private func snapshotReply(from live: LiveSources, width: Int?, id: Int?, requestedAt: Nanos, wait: Nanos, closing: Bool) -> Reply {
+        defer { if closing { live.stop() } }
+        guard let format = live.videoFormat else {
+            return failure(id, .failed("cannot take a snapshot: there is no video source (video = \"none\"; set a camera, see 'reelctl devices')"))
+        }
+        if let width, SnapshotEncoder.scaledSize(width: format.width, height: format.height, target: width) == nil {
+            return failure(id, .badRequest("bad \"width\": \(width) is out of range \(SnapshotEncoder.minWidth) to \(format.width) (the camera's width; a snapshot is never enlarged)"))
+        }
+        guard let frame = live.nextFrame(until: SystemClock.now() + wait) else {
+            let why = live.failure.map { "the source failed: \($0)" } ?? "no frame within \(wait / nanosPerSecond) s"
+            return failure(id, .failed("cannot take a snapshot from \(live.video?.description ?? "the camera"): \(why) (see 'reelctl status' and reeld's log)"))
+        }
+        do {
+            let jpeg = try frame.bytes.withUnsafeBytes {
+                try SnapshotEncoder.encode($0, width: format.width, height: format.height, format: format.pixelFormat, targetWidth: width)
+            }
+            guard jpeg.jpeg.count <= SnapshotInfo.maxBytes else {
+                return failure(id, .failed("the snapshot is \(jpeg.jpeg.count) bytes, more than the \(SnapshotInfo.maxBytes) a reply carries (ask for a smaller --width)"))
+            }
+            var r = Reply(v: protocolVersion, id: id, ok: true)
+            r.snapshot = SnapshotInfo(width: jpeg.width, height: jpeg.height, capturedNs: frame.time, jpeg: jpeg.jpeg)
+            logger.info("snapshot: \(jpeg.width)x\(jpeg.height), \(jpeg.jpeg.count) bytes, captured \((frame.time - requestedAt) / 1_000_000) ms after the request, sent \((SystemClock.now() - requestedAt) / 1_000_000) ms after it")
+            return r
+        } catch {
+            return failure(id, .failed("cannot take a snapshot: \(error)"))
+        }
     }
 
     private func controlsReply(_ id: Int?, _ list: [CameraControlInfo]) -> Reply {
@@ -470,6 +615,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             video: desc.video ?? config.videoDescription, audio: desc.audio ?? config.audioDescription,
             uptimeNs: SystemClock.now() - startedAt, audioFilledSamples: snap.audioFilledSamples)
         info.takes = snap.takes.map(TakeInfo.init)
+        info.standby = standby.status.word
         info.remainingNs = snap.remaining
         if current != nil {
             info.audioPeakDbfs = snap.audioPeak.map(Self.dbfs)

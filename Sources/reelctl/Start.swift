@@ -20,6 +20,9 @@ struct Start: ParsableCommand {
         valueName: "seconds"))
     var maxDuration: String?
 
+    @Flag(name: .long, help: "Print the reply as JSON instead: the .part path as \"file\" and, with standby, the start instant as \"startNs\" (CLOCK_MONOTONIC ns on reeld's host; nothing captured before it is recorded).")
+    var json = false
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -35,6 +38,12 @@ struct Start: ParsableCommand {
     func run() throws {
         let cap = maxDuration.flatMap(LengthCap.parse)
         let reply = try perform(.start, name: name, label: label, maxDurationNs: cap, options: global)
-        print(try requireFile(reply, .start))
+        let file = try requireFile(reply, .start)
+        if json {
+            struct Out: Encodable { let file: String; let startNs: Nanos? }
+            print(try Wire.text(Out(file: file, startNs: reply.startNs)))
+        } else {
+            print(file)
+        }
     }
 }

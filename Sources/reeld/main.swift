@@ -124,7 +124,7 @@ struct Serve: ParsableCommand {
             ServiceGroup.Service("metrics file", stop: { _ in metrics?.remove() }),
             ServiceGroup.Service("supervisor", stop: { _ in supervisor.stop() }),
             ServiceGroup.Service("on_finish programs", stop: { FinishHook.waitForRunning(until: $0, logger: logger) }),
-            ServiceGroup.Service("recorder", stop: { recorder.shutdown(deadline: $0) }),
+            ServiceGroup.Service("recorder", start: { recorder.startStandby() }, stop: { recorder.shutdown(deadline: $0) }),
         ], logger: logger)
         // Signal handling is in place before READY=1: a reload or stop right after never kills
         // reeld (SIGHUP's default action) or skips finishing a recording.
@@ -254,6 +254,7 @@ struct DaemonOptions: ParsableArguments {
         config.fsync = s.fsyncPolicy
         config.maxDuration = s.maxDuration
         config.cameraControls = s.cameraControls
+        config.standby = s.bool(.standby)
         return config
     }
 

@@ -87,6 +87,7 @@ final class HostileConfigTests: XCTestCase {
         case .fsync: specific = ["", "always", "Fragment"]
         case .metricsFile: specific = ["reel.prom", "textfile/reel.prom", "/var/lib/", "/" + String(repeating: "m", count: 5000)]
         case .onFinish: return ["relative/upload", "", "upload"]  // the env/flag form: one program path
+        case .standby: return ["", "maybe", "2", "truee", "TRUE x"]
         case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout: return []
         }
         return specific + common
@@ -112,6 +113,7 @@ final class HostileConfigTests: XCTestCase {
         case .fsync: return ["fragment", "none"].map { .string($0) }
         case .metricsFile: return ["", "/var/lib/node_exporter/textfile_collector/reel.prom"].map { .string($0) }
         case .onFinish: return [.strings([]), .strings(["/usr/bin/upload", "--to", "x y"])]
+        case .standby: return [.bool(true), .bool(false)]
         case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout:
             let r = k.intRange!.range
             return [.int(r.lowerBound), .int(r.upperBound)]
@@ -126,7 +128,7 @@ final class HostileConfigTests: XCTestCase {
         ("float", "7.5", { _ in false }),
         ("inf", "inf", { _ in false }),
         ("nan", "nan", { _ in false }),
-        ("boolean", "true", { _ in false }),
+        ("boolean", "true", { $0 == .bool }),
         ("array of integers", "[1, 2]", { _ in false }),
         ("array of strings", "[\"/bin/true\"]", { $0 == .strings }),
         ("nested array", "[[\"/bin/true\"]]", { _ in false }),
@@ -214,6 +216,7 @@ final class HostileConfigTests: XCTestCase {
                 case let .string(s): text = toml(s)
                 case let .int(i): text = "\(i)"
                 case let .strings(a): text = "[" + a.map(toml).joined(separator: ", ") + "]"
+                case let .bool(b): text = "\(b)"
                 }
                 let path = file("\(k.rawValue) = \(text)\n")
                 XCTAssertNil(error(path), "file \(k.rawValue) = \(text) refused")

@@ -62,6 +62,7 @@ final class SettingTableTests: XCTestCase {
             switch spec.rule {
             case let .range(r, _): must = ["\(r.lowerBound) to \(r.upperBound)"]
             case let .oneOf(values): must = values
+            case .boolean: must = ["true", "false"]
             case .check, .program: break
             }
             for text in must {

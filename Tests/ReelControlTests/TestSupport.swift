@@ -141,7 +141,7 @@ final class FakeRecorder: ControlHandler {
                 var r = Reply.success()
                 r.devices = DeviceList(video: [], audio: [])
                 return r
-            case .controls, .set:
+            case .controls, .set, .snapshot:
                 return .failure(.failed("the test source has no controls; controls need a V4L2 camera"))
             case .events:
                 return .failure(.failed("events reached the handler"))

@@ -5,6 +5,7 @@ mean luma up after brightness, chroma spread gone after saturation=0, luma sprea
 contrast, and back at the defaults. Plus the error texts, and the recording unharmed."""
 
 import json
+import re
 import os
 import subprocess
 
@@ -124,3 +125,92 @@ def test_recording_shows_each_change_and_is_unharmed(run):
     gaps = np.diff(pts)
     assert gaps.max() < 0.5, gaps.max()
     assert len(pts) >= 0.8 * FPS * pts[-1], (len(pts), pts[-1])
+
+
+# ---- Standby and snapshots (the same boot: the end of capture-controls.sh) ----
+
+FRAME_NS = 1_000_000_000 // FPS
+
+
+def jpeg_gray(path):
+    out = subprocess.run(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "rawvideo", "-pix_fmt", "gray", "-"],
+                         check=True, capture_output=True).stdout
+    assert len(out) == W * H, (path, len(out))
+    return np.frombuffer(out, np.uint8).reshape(H, W).astype(np.float64)
+
+
+def osd(img):
+    """vivid's first OSD line (' hh:mm:ss:mmm SEQ': time since stream-on and the buffer's sequence, white on
+    black, 8x16 glyphs at x=16, y=16): different in every frame. Normalised, so that the JPEG's
+    full range and the H.264 frames' limited range compare."""
+    r = img[16:32, 96:160]  # the milliseconds and the sequence number: they change every frame
+    return (r - r.mean()) / (r.std() + 1e-9)
+
+
+def find_frame(jpeg_path, path):
+    """The index and pts (s) of the recorded frame that the snapshot shows, found by vivid's
+    OSD line; asserts the match is unambiguous (the next best differs clearly)."""
+    pts, y, _, _ = decode(path)
+    snap = osd(jpeg_gray(jpeg_path))
+    d = np.array([np.abs(osd(f.reshape(H, W)) - snap).mean() for f in y])
+    order = np.argsort(d)
+    best, second = d[order[0]], d[order[1]]
+    print(f"{os.path.basename(path)}: snapshot matches frame {order[0]} (pts {pts[order[0]]:.3f} s) at {best:.3f}, next {second:.3f}")
+    assert best < 0.5 * second, (best, second, order[:3])
+    return int(order[0]), pts, y
+
+
+def start_latency(res, jpeg, info, start, mp4):
+    """Capture time of the first recorded frame minus when the start reached reeld: the
+    snapshot's frame, found in the file, has a known capture time and output pts; vivid
+    timestamps its frames on an exact grid and reeld puts each frame's pts at its capture time
+    (relative to the first's), so the first frame's capture time is capturedNs - pts."""
+    snap = json.loads(res.text(info))
+    start_ns = json.loads(res.text(start))["startNs"]
+    i, pts, _ = find_frame(res.path(jpeg), res.path(mp4))
+    first = snap["capturedNs"] - round((pts[i] - pts[0]) * 1e9)
+    return first - start_ns
+
+
+def test_standby_start_latency_on_vivid(run):
+    warm = [start_latency(run, "sb-rec.jpg", "sb-rec.json", "sb-start.json", "standby.mp4"),
+            start_latency(run, "sb-rec2.jpg", "sb-rec2.json", "sb-start2.json", "replugged.mp4")]
+    cold = start_latency(run, "cold-rec.jpg", "cold-rec.json", "start-cold.json", "controls.mp4")
+    print(f"start latency on vivid (320x180 at {FPS} fps): standby {[round(w / 1e6, 1) for w in warm]} ms, "
+          f"without standby {cold / 1e6:.1f} ms (limit with standby: one frame + 5 ms = {(FRAME_NS + 5_000_000) / 1e6:.0f} ms)")
+    for w in warm:
+        # vivid's timestamps are exact; 2 ms for the pts rounding to 1/90000 s and the strip of
+        # the grid reeld snaps to (FrameSlots).
+        assert -2_000_000 <= w <= FRAME_NS + 5_000_000, w
+    assert cold > 0, cold
+
+
+def test_standby_idle_snapshot_and_nothing_recorded(run):
+    st = json.loads(run.text("sb-status-idle.json"))
+    assert st["standby"] == "warm" and st["state"] == "idle" and st["frames"] == 0 and st["lastError"] is None, st
+    info = json.loads(run.text("sb-idle.json"))
+    assert (info["width"], info["height"]) == (W, H), info
+    img = jpeg_gray(run.path("sb-idle.jpg"))
+    assert img.std() > 20, img.std()  # vivid's colour bars, not a blank frame
+    log = run.text("reeld.log")
+    # reeld's own account of each warm snapshot: from the request to the reply (the target is 100 ms).
+
+    ms = [int(m) for m in re.findall(r"snapshot: \d+x\d+, \d+ bytes, captured -?\d+ ms after the request, sent (\d+) ms after it", log)]
+    print("snapshot reply times (ms, reeld's log):", ms)
+    assert ms, log[-2000:]
+    files = sorted(os.listdir(run.out))
+    assert not any(f.startswith("unplugged") for f in files), files
+
+
+def test_camera_unplugged_while_idle_in_standby(run):
+    st = json.loads(run.text("sb-status-unplugged.json"))
+    assert st["standby"] == "failed" and st["state"] == "idle", st
+    assert "standby:" in st["lastError"] and "/dev/video0" in st["lastError"], st["lastError"]
+    assert run.text("sb-start-unplugged.rc").strip() == "1"
+    err = run.text("sb-start-unplugged.err").strip()
+    assert err.startswith("reelctl: cannot start recording: standby: ") and "/dev/video0" in err and "retries" in err, err
+    end = json.loads(run.text("sb-status-end.json"))
+    assert end["standby"] == "warm" and end["state"] == "idle", end
+    # Plugged back: a clean recording of about 3 s.
+    pts, _, _, _ = decode(run.path("replugged.mp4"))
+    assert len(pts) >= 0.8 * FPS * pts[-1] and pts[-1] > 1.5, (len(pts), pts[-1])

@@ -1,4 +1,4 @@
-# Camera controls on vivid (Tests/vm/test_controls_vm.py): brightness, contrast, saturation
+# Camera controls, standby and snapshots on vivid (Tests/vm/test_controls_vm.py): brightness, contrast, saturation
 # and hue from [camera.controls], an idle `reelctl set` that must win over the config at the
 # next open, then live `reelctl set`s while recording, each held PHASE seconds, so the host can
 # measure in the decoded frames that the picture changed as asked; errors for an out-of-range
@@ -17,9 +17,12 @@ reeld_start --config /tmp/controls.toml --output-dir $REC --video $CAM --audio n
 reelctl controls --json > "$OUT/controls-idle.json"
 ctl controls > "$OUT/controls-idle.txt"
 reelctl set hue=20 > "$OUT/set-idle.txt"
-timed start start --name controls
+timed start start --name controls --json > "$OUT/start-cold.out"
+grep '^{' "$OUT/start-cold.out" > "$OUT/start-cold.json"
 t0=$(awk '$1 == "start" {print $2}' "$OUT/times.txt")
 reelctl controls --json > "$OUT/controls-recording.json"
+# A snapshot while recording without standby: the host finds its frame in the file (start latency).
+reelctl snapshot -o "$OUT/cold-rec.jpg" --json > "$OUT/cold-rec.json"
 sleep_until "$(at "$t0" "$PHASE")"
 timed bright set brightness=160
 sleep_until "$(at "$t0" "$((PHASE * 2))")"
@@ -46,3 +49,46 @@ cat "$OUT/badconfig.err"
 ctl controls > "$OUT/controls-badconfig.txt"
 reelctl status --json > "$OUT/status-badconfig.json"
 reeld_stop
+
+# Standby (warm devices) on vivid + snd-aloop: idle and warm, a snapshot, a recording whose
+# first frame the host finds (start latency, with a snapshot taken while recording), then the
+# camera unplugged while idle (vivid's platform device unbound: what a USB unplug does to V4L2):
+# status says so, a start is refused naming it; plugged back (bind), standby is warm again and a
+# recording works.
+wait_standby() {
+    _n=$(( $2 * 10 ))
+    until reelctl status --json | grep -q "\"standby\":\"$1\""; do
+        _n=$((_n - 1)); [ $_n -gt 0 ] || { log "standby did not become $1 within $2 s"; reelctl status --json; return 1; }
+        sleep 0.1
+    done
+}
+reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size 320x180 --fps 10 --pixel-format yuyv --preset $PRESET --standby true
+wait_standby warm 30
+reelctl status --json > "$OUT/sb-status-idle.json"
+reelctl snapshot -o "$OUT/sb-idle.jpg" --json > "$OUT/sb-idle.json"
+reelctl start --name standby --json | grep '^{' > "$OUT/sb-start.json"
+sleep 2
+reelctl snapshot -o "$OUT/sb-rec.jpg" --json > "$OUT/sb-rec.json"
+sleep 1
+reelctl stop > /dev/null
+wait_standby warm 10
+_drv=/sys/bus/platform/drivers/vivid
+_dev=$(basename "$(ls -d $_drv/vivid* | head -1)")
+log "unplugging $CAM: unbind $_dev"
+echo "$_dev" > $_drv/unbind
+wait_standby failed 20
+reelctl status --json > "$OUT/sb-status-unplugged.json"
+_rc=0; reelctl start --name unplugged 2> "$OUT/sb-start-unplugged.err" || _rc=$?; echo $_rc > "$OUT/sb-start-unplugged.rc"
+cat "$OUT/sb-start-unplugged.err"
+log "plugging $CAM back: bind $_dev"
+echo "$_dev" > $_drv/bind
+wait_for $CAM 10
+wait_standby warm 30
+reelctl start --name replugged --json | grep '^{' > "$OUT/sb-start2.json"
+sleep 2
+reelctl snapshot -o "$OUT/sb-rec2.jpg" --json > "$OUT/sb-rec2.json"
+sleep 1
+reelctl stop > /dev/null
+reelctl status --json > "$OUT/sb-status-end.json"
+reeld_stop
+collect

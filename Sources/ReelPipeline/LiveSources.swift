@@ -1,0 +1,239 @@
+import Foundation
+import Logging
+import ReelCapture
+import ReelCore
+import ReelSystem
+
+/// Live capture sources opened apart from a recording, so that they can run before one (standby)
+/// and be looked at (`snapshot`). The sources deliver here. With a recording attached every event
+/// is forwarded to it as it comes; without one, a slot goes back to its pool at once, except what
+/// was captured after an armed start instant (`arm`), held in its slot until the recording
+/// attaches (see `StandbyState.keepsVideo`). A snapshot copies the next video frame delivered,
+/// on the capture thread (one copy into a buffer the requester allocated), whoever it goes to.
+/// The capture threads never wait here: the lock is held only to copy or to append.
+/// @unchecked Sendable: the mutable state is guarded by `monitor`; the sources are immutable references.
+package final class LiveSources: MediaSink, @unchecked Sendable {
+    package let video: (any CaptureSource)?
+    package let audio: (any CaptureSource)?
+    /// The format of the video slots (what a snapshot converts from).
+    package let videoFormat: VideoFormat?
+    /// The first failure a source reported (device gone), naming it.
+    package var failure: String? { monitor.withLock { failed } }
+    /// Called (on the failing capture thread, outside any lock here) when a source fails.
+    package var onFailure: (@Sendable (String) -> Void)?
+
+    private let monitor = Monitor()
+    private var target: (any MediaSink)?
+    private var armedAt: Nanos?
+    private var held: [MediaEvent] = []
+    private var failed: String?
+    private var started = false
+    private var stopped = false
+    // Snapshot: requests since the last copy; the copy and its capture time; a counter of copies.
+    private var snapshotWanted = 0
+    private var snapshotBuffer: [UInt8] = []
+    private var snapshotTime: Nanos = 0
+    private var snapshotCount = 0
+
+    package init(video: (any CaptureSource)?, audio: (any CaptureSource)?, videoFormat: VideoFormat?) {
+        self.video = video
+        self.audio = audio
+        self.videoFormat = videoFormat
+        held.reserveCapacity((video?.pool.slots ?? 0) + (audio?.pool.slots ?? 0))
+    }
+
+    /// Opens the live sources `config` names (a camera, an ALSA device, the paced synthetic
+    /// sources; files are not live: nil). `videoOnly`: a brief open for a snapshot.
+    package static func open(_ config: RecorderConfig, logger: Logger, videoOnly: Bool = false) throws -> LiveSources? {
+        guard config.paced else { return nil }
+        var vs: (any CaptureSource)?
+        var aso: (any CaptureSource)?
+        switch config.video {
+        case .none: vs = nil
+        case let .test(f): vs = TestVideoSource(format: f, paced: true)
+        case .y4m: return nil
+        case let .v4l2(device, request): vs = try V4L2VideoSource(path: device, request: request, logger: logger, controls: config.cameraControls)
+        }
+        if !videoOnly {
+            switch config.audio {
+            case .none: aso = nil
+            case let .test(f, skew): aso = TestAudioSource(format: f, skewPpm: skew, paced: true)
+            case .wav: vs?.stop(); return nil
+            case let .alsa(device, f): aso = try ALSAAudioSource(device: device, format: f, logger: logger)
+            }
+        }
+        return LiveSources(video: vs, audio: aso, videoFormat: vs == nil ? nil : config.videoFormat)
+    }
+
+    /// Whether `config`'s sources can be kept open (standby): live ones only, paced.
+    package static func canBeWarm(_ config: RecorderConfig) -> Bool {
+        guard config.paced else { return false }
+        if case .y4m = config.video { return false }
+        if case .wav = config.audio { return false }
+        if case .none = config.video, case .none = config.audio { return false }
+        return true
+    }
+
+    /// The camera, for `controls` and `set` while it is open here.
+    package var camera: V4L2VideoSource? { video as? V4L2VideoSource }
+
+    /// Starts both sources at a common T0 (once; later calls do nothing).
+    package func start(at t0: Nanos = SystemClock.now()) {
+        let first: Bool = monitor.withLock { defer { started = true }; return !started && !stopped }
+        guard first else { return }
+        video?.start(at: t0, sink: self)
+        audio?.start(at: t0, sink: self)
+    }
+
+    /// Stops the sources (their threads end, devices closed); what is held goes back. Final.
+    package func stop() {
+        monitor.withLock { stopped = true; target = nil; monitor.broadcast() }
+        video?.stop()
+        audio?.stop()
+        disarm()
+    }
+
+    /// True once a source's thread has ended (failed, or stopped).
+    package var hasExited: Bool { (video?.hasExited ?? false) || (audio?.hasExited ?? false) }
+
+    /// Frames the video source dropped so far (no free slot, or lost by the camera).
+    package var videoDropped: Int64 { video?.dropped ?? 0 }
+
+    /// From now on, keeps what is captured at or after `start` for the recording about to attach
+    /// (what the pre-roll holds from then on included).
+    package func arm(at start: Nanos) {
+        monitor.withLock {
+            armedAt = start
+            var kept = 0
+            for e in held {
+                switch e {
+                case let .video(_, t) where !StandbyState.keepsVideo(capturedAt: t, start: start): release(e)
+                case let .audio(_, _, _, t) where !StandbyState.keepsAudio(capturedAt: t, start: start): release(e)
+                default: held[kept] = e; kept += 1
+                }
+            }
+            held.removeLast(held.count - kept)
+        }
+    }
+
+    /// Idle and not armed: the pre-roll keeps the media of the last `StandbyState.preroll`, at
+    /// most half of each pool; older items go back to their pools. Under `monitor`.
+    private func trimHeld(newest: MediaEvent) {
+        guard armedAt == nil else { return }
+        let now: Nanos
+        switch newest {
+        case let .video(_, t), let .audio(_, _, _, t): now = t
+        default: return
+        }
+        let isVideo: Bool = { if case .video = newest { return true }; return false }()
+        let cap = max(1, ((isVideo ? video?.pool.slots : audio?.pool.slots) ?? 2) / 2)
+        var count = 0
+        for e in held { if case .video = e, isVideo { count += 1 } else if case .audio = e, !isVideo { count += 1 } }
+        var kept = 0
+        for e in held {
+            var drop = false
+            switch e {
+            case let .video(_, t) where isVideo: drop = count > cap || now - t > StandbyState.preroll
+            case let .audio(_, _, _, t) where !isVideo: drop = count > cap || now - t > StandbyState.preroll + StandbyState.audioHoldMargin
+            default: break
+            }
+            if drop { release(e); count -= 1 } else { held[kept] = e; kept += 1 }
+        }
+        held.removeLast(held.count - kept)
+    }
+
+    /// Releases what is held and stops holding (a start that failed).
+    package func disarm() {
+        let give: [MediaEvent] = monitor.withLock {
+            armedAt = nil
+            defer { held.removeAll(keepingCapacity: true) }
+            return held
+        }
+        give.forEach(release)
+    }
+
+    /// Forwards what is held (in capture order), then everything the sources deliver, to `sink`.
+    package func attach(_ sink: any MediaSink) {
+        monitor.withLock {
+            for e in held where !sink.deliver(e, wait: false) { release(e) }
+            held.removeAll(keepingCapacity: true)
+            armedAt = nil
+            target = sink
+        }
+    }
+
+    /// Stops forwarding to the recording (at its end; the sources go on).
+    package func detach() { monitor.withLock { target = nil } }
+
+    private func release(_ e: MediaEvent) {
+        switch e {
+        case let .video(slot, _): video?.pool.release(slot)
+        case let .audio(slot, _, _, _): audio?.pool.release(slot)
+        case .sourceFailed, .ended: break
+        }
+    }
+
+    // MediaSink, on the capture threads.
+    package func deliver(_ event: MediaEvent, wait: Bool) -> Bool {
+        var failure: String?
+        let forward: (any MediaSink)? = monitor.withLock {
+            switch event {
+            case let .video(slot, time):
+                if snapshotWanted > 0 { copySnapshot(slot, time) }
+            case let .sourceFailed(msg):
+                if failed == nil { failed = msg; failure = msg }
+                monitor.broadcast()
+            case .audio, .ended: break
+            }
+            if let target { return target }
+            switch event {
+            case .video, .audio:
+                // Idle: a short pre-roll is held (so a start instant that lies before the request
+                // is handled, or a frame stamped before it arrives, is still recorded); armed:
+                // everything at or after the start instant, until the recording attaches.
+                held.append(event)
+                trimHeld(newest: event)
+            case .sourceFailed, .ended: break
+            }
+            return nil
+        }
+        if let failure { onFailure?(failure) }
+        // Outside the lock: an unpaced put may wait; a closed recording refuses (the source releases the slot).
+        return forward?.deliver(event, wait: wait) ?? true
+    }
+
+    package func awaitTurn(video isVideo: Bool, at t: Nanos) {
+        monitor.withLock { target }?.awaitTurn(video: isVideo, at: t)
+    }
+
+    /// Under `monitor`, on the capture thread: one copy of the slot.
+    private func copySnapshot(_ slot: Int, _ time: Nanos) {
+        guard let video else { return }
+        let src = UnsafeRawBufferPointer(video.pool.buffer(slot))
+        if snapshotBuffer.count != src.count { snapshotBuffer = [UInt8](repeating: 0, count: src.count) }  // once per size: the first request
+        snapshotBuffer.withUnsafeMutableBytes { $0.copyMemory(from: src) }
+        snapshotTime = time
+        snapshotCount += 1
+        snapshotWanted = 0
+        monitor.broadcast()
+    }
+
+    /// The next video frame captured (its bytes in `videoFormat` and its capture time), waiting at
+    /// most until `deadline`; nil when none came (or a source failed, or no video).
+    package func nextFrame(until deadline: Nanos) -> (bytes: [UInt8], time: Nanos)? {
+        guard let video else { return nil }
+        return monitor.withLock {
+            // Idle: the newest frame the pre-roll holds is the latest captured: at once.
+            if target == nil, failed == nil, !stopped,
+               let newest = held.last(where: { if case .video = $0 { return true }; return false }),
+               case let .video(slot, time) = newest {
+                return ([UInt8](UnsafeRawBufferPointer(video.pool.buffer(slot))), time)
+            }
+            let seen = snapshotCount
+            snapshotWanted += 1
+            while snapshotCount == seen, failed == nil, !stopped, monitor.wait(until: deadline) {}
+            guard snapshotCount != seen else { return nil }
+            return (snapshotBuffer, snapshotTime)
+        }
+    }
+}

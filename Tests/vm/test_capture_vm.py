@@ -185,6 +185,9 @@ def test_record_two_pauses(capture):
     assert status["audio"].startswith("alsa hw:Loopback,1,0 48000 Hz 1 ch"), status
     seg = segments_s(status)
     assert len(seg) == 3, status
+    # The take begun at 8.5 s was undone while recording: three takes kept, the third resumed at 10.6 s.
+    assert [t["title"] for t in status["takes"]] == ["Take 1", "Take 2", "Take 3"], status["takes"]
+    assert "take 3 undone (undone)" in log, log[-3000:]
     info = check_durations(host, status)
     assert stream(info, "video")["width"] == 640 and stream(info, "video")["height"] == 360
 

@@ -638,6 +638,19 @@ def defects(report, sync_tolerance_ms=None):
     return out
 
 
+def merge_undone(pauses, undone):
+    """The pauses a file must show once the undone takes (source spans (start, end) removed by
+    `reelctl undo`) are gone: an undone take counts as pause and joins the pauses it touches or
+    overlaps. Twin of PauseWindow.merging (reelctl verify --undone)."""
+    out = []
+    for p, r in sorted(list(pauses) + list(undone)):
+        if out and not out[-1][1] < p:
+            out[-1] = (out[-1][0], max(out[-1][1], r))
+        else:
+            out.append((p, r))
+    return out
+
+
 def schedule_defects(report, pauses, tol_pos_s, tol_len_s, stop_s=None, tol_stop_s=None):
     """Checks against a known schedule. pauses: [(pause_s, resume_s)] in source
     time (seconds after start). A correct recording has len(pauses)+1 segments;

@@ -61,7 +61,7 @@ public enum SettingDocs {
             switch spec.kind {
             case .int: value = "<n>"
             case .strings: value = "<program>"
-            case .bool: value = "true|false"
+            case .bool: value = "<bool>"
             case .string, .stringOrInt: value = "<value>"
             }
             let head = "  \(key.flag) \(value)"

@@ -8,8 +8,9 @@ import ReelSystem
 /// and be looked at (`snapshot`). The sources deliver here. With a recording attached every event
 /// is forwarded to it as it comes; without one, a slot goes back to its pool at once, except what
 /// was captured after an armed start instant (`arm`), held in its slot until the recording
-/// attaches (see `StandbyState.keepsVideo`). A snapshot copies the next video frame delivered,
-/// on the capture thread (one copy into a buffer the requester allocated), whoever it goes to.
+/// attaches (see `StandbyState.keepsVideo`). A snapshot takes the newest frame: idle, the newest
+/// the pre-roll holds; recording, the copy made of each frame as it passes (one memcpy into a
+/// preallocated buffer on the capture thread); else the next frame delivered.
 /// The capture threads never wait here: the lock is held only to copy or to append.
 /// @unchecked Sendable: the mutable state is guarded by `monitor`; the sources are immutable references.
 package final class LiveSources: MediaSink, @unchecked Sendable {
@@ -179,7 +180,9 @@ package final class LiveSources: MediaSink, @unchecked Sendable {
         let forward: (any MediaSink)? = monitor.withLock {
             switch event {
             case let .video(slot, time):
-                if snapshotWanted > 0 { copySnapshot(slot, time) }
+                // While recording the slot goes to the pipeline, so the newest frame is copied as it
+                // passes (one memcpy of the frame, no allocation): a snapshot then needs no wait.
+                if snapshotWanted > 0 || target != nil { copySnapshot(slot, time) }
             case let .sourceFailed(msg):
                 if failed == nil { failed = msg; failure = msg }
                 monitor.broadcast()
@@ -228,6 +231,10 @@ package final class LiveSources: MediaSink, @unchecked Sendable {
                let newest = held.last(where: { if case .video = $0 { return true }; return false }),
                case let .video(slot, time) = newest {
                 return ([UInt8](UnsafeRawBufferPointer(video.pool.buffer(slot))), time)
+            }
+            // Recording: the copy of the newest frame, at once.
+            if target != nil, failed == nil, !stopped, snapshotCount > 0, !snapshotBuffer.isEmpty {
+                return (snapshotBuffer, snapshotTime)
             }
             let seen = snapshotCount
             snapshotWanted += 1

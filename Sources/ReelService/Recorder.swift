@@ -490,7 +490,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     static let snapshotWaitNs: Nanos = 2 * nanosPerSecond
     static let snapshotOpenWaitNs: Nanos = 5 * nanosPerSecond
 
-    /// `snapshot`: a JPEG of the next frame the camera delivers: from the recording's devices,
+    /// `snapshot`: a JPEG of the newest frame the camera delivered: from the recording's devices,
     /// the warm ones (standby), or a brief open of the configured camera. The image goes back in
     /// the reply, so any client allowed on the socket gets it, wherever reeld may write.
     private func snapshot(width: Int?, id: Int?, requestedAt: Nanos) -> Reply {

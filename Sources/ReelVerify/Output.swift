@@ -294,6 +294,22 @@ extension Report {
 public struct PauseWindow: Sendable {
     public var pause: Fraction, resume: Fraction
     public init(pause: Fraction, resume: Fraction) { self.pause = pause; self.resume = resume }
+
+    /// The pauses the file must show once `undone` takes (source spans from a take's start to its
+    /// pause or undo) are removed: an undone take counts as pause, so it joins the pauses it
+    /// touches or overlaps (`reelctl undo`: the take's span, then the pause up to the next resume,
+    /// is one cut). Sorted by start.
+    public static func merging(pauses: [PauseWindow], undone: [PauseWindow]) -> [PauseWindow] {
+        var out: [PauseWindow] = []
+        for w in (pauses + undone).sorted(by: { $0.pause < $1.pause }) {
+            if let last = out.last, !(last.resume < w.pause) {
+                if last.resume < w.resume { out[out.count - 1].resume = w.resume }
+            } else {
+                out.append(w)
+            }
+        }
+        return out
+    }
 }
 
 extension Report {

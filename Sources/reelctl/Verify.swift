@@ -15,7 +15,8 @@ struct Verify: ParsableCommand {
             gaps, every flash/beep pair with its offset (beep minus flash), the largest |offset| \
             and the offset's drift, and a final list of defects. With --pause, the file is also \
             checked against that pause schedule: segment edges, jump lengths, no frame from inside \
-            a pause.
+            a pause. With --undone, takes removed by 'reelctl undo' count as pause: no frame of \
+            them may be in the file.
 
             Exit status: 0 when no defects, 1 when there are defects, 2 when FILE cannot be read.
             """)
@@ -35,6 +36,11 @@ struct Verify: ParsableCommand {
         valueName: "pause:resume"))
     var pauses: [String] = []
 
+    @Option(name: .customLong("undone"), help: ArgumentHelp(
+        "A take removed with 'reelctl undo', in source seconds from its start to its pause (or the undo): it counts as pause, joined with the pauses it touches. Repeat for each.",
+        valueName: "start:end"))
+    var undone: [String] = []
+
     @Option(name: .customLong("schedule-tolerance-ms"), help: ArgumentHelp(
         "With --pause: how far segment edges and jump lengths may be from the schedule, in ms.",
         valueName: "ms"))
@@ -49,14 +55,16 @@ struct Verify: ParsableCommand {
 
     /// The --pause windows and the schedule tolerance in seconds, parsed exactly.
     func schedule() throws -> ([PauseWindow], Fraction) {
-        let windows = try pauses.map { text -> PauseWindow in
+        func window(_ text: String, _ option: String, _ a: String, _ b: String) throws -> PauseWindow {
             let parts = text.split(separator: ":", omittingEmptySubsequences: false)
             guard parts.count == 2, let p = Fraction(parsing: String(parts[0])), let r = Fraction(parsing: String(parts[1])),
                   !(p < Fraction(0)), p < r else {
-                throw ValidationError("invalid --pause '\(text)': use PAUSE:RESUME in source seconds with PAUSE < RESUME, e.g. 2.0667:2.6667 or 31/15:40/15")
+                throw ValidationError("invalid \(option) '\(text)': use \(a):\(b) in source seconds with \(a) < \(b), e.g. 2.0667:2.6667 or 31/15:40/15")
             }
             return PauseWindow(pause: p, resume: r)
         }
+        let windows = PauseWindow.merging(pauses: try pauses.map { try window($0, "--pause", "PAUSE", "RESUME") },
+                                          undone: try undone.map { try window($0, "--undone", "START", "END") })
         guard let tol = Fraction(parsing: scheduleToleranceMs), !(tol < Fraction(0)) else {
             throw ValidationError("invalid --schedule-tolerance-ms '\(scheduleToleranceMs)': use a non-negative number of milliseconds")
         }

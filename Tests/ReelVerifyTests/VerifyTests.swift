@@ -258,3 +258,19 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(notMedia.stderr.contains(junk), notMedia.stderr)
     }
 }
+
+/// `reelctl verify --undone`: an undone take counts as pause and joins the pauses it touches.
+final class UndoneScheduleTests: XCTestCase {
+    func testUndoneTakesJoinThePausesTheyTouch() {
+        func w(_ a: Int, _ b: Int) -> PauseWindow { PauseWindow(pause: Fraction(Int64(a), 10), resume: Fraction(Int64(b), 10)) }
+        // pause 1.5-2.0, take 2.0-3.0 undone while recording, paused 3.0-3.5, take 3.5-4.8 undone
+        // after its pause 4.8-5.4, and a later ordinary pause 7.0-7.5.
+        let merged = PauseWindow.merging(pauses: [w(15, 20), w(30, 35), w(48, 54), w(70, 75)], undone: [w(20, 30), w(35, 48)])
+        XCTAssertEqual(merged.map { [$0.pause, $0.resume] }, [[Fraction(15, 10), Fraction(54, 10)], [Fraction(7), Fraction(75, 10)]])
+        // The first take undone: the file starts at the next resume (a window from 0).
+        let first = PauseWindow.merging(pauses: [w(10, 12)], undone: [w(0, 10)])
+        XCTAssertEqual(first.map { [$0.pause, $0.resume] }, [[Fraction(0), Fraction(12, 10)]])
+        // Nothing undone: the pauses as given.
+        XCTAssertEqual(PauseWindow.merging(pauses: [w(10, 12), w(20, 25)], undone: []).count, 2)
+    }
+}

@@ -46,13 +46,28 @@ def test_undone_takes_leave_the_file(reeld, note, size, fps, rate, channels):
     note(f"{size} {fps} fps: undo round trips (reelctl process included) "
          f"{', '.join(f'{2 * c.half * 1000:.0f} ms' for c in undos)}")
     assert all(2 * c.half < 0.5 for c in undos), [2 * c.half for c in undos]
-    # The kept takes: 0..1.5 and 5.4..stop; what lies between (a pause, two removed takes) is a pause.
-    pause, resume = calls[(1.5, "pause")], calls[(5.4, "resume")]
-    pauses, tol_pos, tol_len = windows(start, [(pause, resume)], fps)
+    # The schedule as run: pauses, and the undone takes ("two" from its resume to the undo that
+    # ended it, "three" from its resume to its pause); an undone take counts as pause, so the file
+    # must show one cut from the first pause to the last resume.
+    def s(c):
+        return round(c.mid - start.mid, 4)
+    pauses = [(s(calls[(1.5, "pause")]), s(calls[(2.0, "resume")])), (s(calls[(3.0, "undo")]), s(calls[(3.5, "resume")])),
+              (s(calls[(4.8, "pause")]), s(calls[(5.4, "resume")]))]
+    undone = [(s(calls[(2.0, "resume")]), s(calls[(3.0, "undo")])), (s(calls[(3.5, "resume")]), s(calls[(4.8, "pause")]))]
+    merged = rv.merge_undone(pauses, undone)
+    assert merged == [(pauses[0][0], pauses[2][1])], merged
+    _, tol_pos, tol_len = windows(start, [(calls[(1.5, "pause")], calls[(5.4, "resume")])], fps)
     frame = 1 / fps
-    rep, problems = analyze_and_check(final, pauses, tol_pos, tol_len, stop_s=stop.mid - start.mid,
+    rep, problems = analyze_and_check(final, merged, tol_pos, tol_len, stop_s=stop.mid - start.mid,
                                       tol_stop=2 * frame + start.half + stop.half + 0.002)
     assert not problems, "oracle found:\n  " + "\n  ".join(problems)
+    # reelctl verify, told the same schedule, agrees (and fails without --undone: frames are missing).
+    args = [a for p, q in pauses for a in ("--pause", f"{p}:{q}")] + [a for p, q in undone for a in ("--undone", f"{p}:{q}")]
+    tol_ms = f"{max(tol_pos, tol_len) * 1000:.1f}"
+    v = r.ctl("verify", final, *args, "--schedule-tolerance-ms", tol_ms, expect_ok=False)
+    assert v.rc == 0, v.out[-3000:] + v.err
+    v = r.ctl("verify", final, *args[:2 * len(pauses)], "--schedule-tolerance-ms", tol_ms, expect_ok=False)
+    assert v.rc == 1 and "segments" in v.out, v.out[-3000:]
     assert len(rep["segments"]) == 2 and len(rep["sync"]["pairs"]) >= 2, rv.format_report(rep)
     a, v = rep["audio"], rep["video"]
     assert (a["sample_rate"], a["channels"]) == (rate, channels)
@@ -121,3 +136,48 @@ def test_undo_down_to_none_errors_and_a_crash_after_undo(reeld, tmp_path):
     assert abs(segs[0]["last_ms"] / 1000 - (pause.mid - start.mid)) < 2 / fps + pause.half + start.half, rv.format_report(rep)
     assert abs(segs[1]["first_ms"] / 1000 - (resume.mid - start.mid)) < 2 / fps + resume.half + start.half, rv.format_report(rep)
     assert rv.defects_cut_short(rep) == [], rv.format_report(rep)
+
+
+def test_undo_gives_time_back_to_the_cap_and_undo_then_stop(reeld):
+    """A cap of 2.5 s: take 1 (1 s), take "b" undone while recording (its time given back,
+    `remainingNs` says so, a `take_undone` event), take "c" runs until the cap: the file holds
+    exactly 2.5 s in two chapters. Then undo then stop: the last take goes, the file keeps the first."""
+    from test_liveview import Lines
+    from test_takes import check_capped, events_of
+    fps = 30
+    r = reeld("undo-cap", size="320x180", fps=fps)
+    ev = Lines(r, "events")
+    ev.wait(lambda ls: ls, what="the subscribed reply")
+    start = r.ctl("start", "--name", "capped", "--max-duration", "2.5")
+    sleep_until(start.mid + 1.0)
+    r.ctl("pause")
+    sleep_until(start.mid + 1.3)
+    r.ctl("resume", "--label", "b")
+    sleep_until(start.mid + 2.3)
+    before = r.status()["remainingNs"]
+    r.ctl("undo")
+    after = r.status()
+    assert after["state"] == "paused" and after["remainingNs"] > before + 0.8e9, (before, after)
+    assert abs(after["remainingNs"] - 1.5e9) < 2e9 / fps, after
+    ev.wait(lambda _: events_of(ev, "take_undone"), what="the take_undone event")
+    u = events_of(ev, "take_undone")
+    assert [(e["take"], e["label"], e["title"]) for e in u] == [(2, "b", "b")], u
+    sleep_until(start.mid + 2.6)
+    r.ctl("resume", "--label", "c")
+    rep = check_capped(r, ev, os.path.join(r.out_dir, "capped.mp4"), 2.5, fps, 2)
+    assert len(rep["segments"]) == 2, rv.format_report(rep)
+    assert [c["tags"]["title"] for c in chapters(os.path.join(r.out_dir, "capped.mp4"))] == ["Take 1", "c"]
+    ev.kill()
+
+    start = r.ctl("start", "--name", "undostop")
+    sleep_until(start.mid + 1.0)
+    pause = r.ctl("pause")
+    sleep_until(start.mid + 1.3)
+    r.ctl("resume")
+    sleep_until(start.mid + 2.0)
+    r.ctl("pause")
+    r.ctl("undo")
+    final = check_final_file(r, "undostop", r.ctl("stop"))
+    rep = rv.analyze(final)
+    assert rv.defects(rep) == [] and len(rep["segments"]) == 1, rv.format_report(rep)
+    assert abs(rep["segments"][0]["last_ms"] / 1000 - (pause.mid - start.mid)) < 2 / fps + pause.half + start.half, rv.format_report(rep)

@@ -41,7 +41,7 @@ build-testable: deps
 
 e2e: build e2e-run
 e2e-run:
-	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) -m pytest -q -p no:cacheprovider Tests/e2e
+	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) -m pytest -q -p no:cacheprovider --durations=12 Tests/e2e
 
 # The real-driver tier: Debian's kernel under QEMU (TCG) with vivid and snd-aloop; reeld and
 # reelctl run inside the guest (docs/TESTBED.md). vm-prepare installs its Debian packages
@@ -52,7 +52,7 @@ vm-prepare:
 
 vm: build vm-prepare vm-run
 vm-run: vm-prepare
-	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) -m pytest -q -p no:cacheprovider Tests/vm
+	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) -m pytest -q -p no:cacheprovider --durations=12 Tests/vm
 
 # Every test: Swift unit and property tests, the end-to-end tests on the real binaries, then
 # the same binaries on real kernel drivers inside a VM (one build for all three).

@@ -54,7 +54,9 @@ def test_vivid_streams_frames(drivers):
     assert size == 30 * 320 * 180 * 2, f"frames.yuyv has {size} bytes, want 30 frames"
     bufs = vmbed.parse_dqbuf(drivers.text("stream.txt"))
     seqs = [b[0] for b in bufs]
-    assert len(seqs) == 30 and seqs[0] == 0 and (np.diff(seqs) >= 1).all(), seqs
+    # vivid may hand out its first sequence number twice at stream-on under TCG (seen on a quiet
+    # host: seq 0 at 9.300 s and again at 9.316 s); after that they rise.
+    assert len(seqs) == 30 and seqs[0] == 0 and seqs[1] >= seqs[0] and (np.diff(seqs[1:]) >= 1).all(), seqs
     skipped = seqs[-1] + 1 - 30
     print(f"sequence {seqs[0]}..{seqs[-1]}: {skipped} skipped without injection")
     assert skipped < 90, f"{skipped} frames skipped with no drops injected: {seqs}"

@@ -78,9 +78,8 @@ private struct Run {
         var done = 0
         while done < count {
             // Safe: the pointer is into buf, which has count bytes.
-            let n = buf.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
+            let n = buf.withUnsafeMutableBytes { b in Sys.eintrSafe { pread(fd, b.baseAddress! + done, count - done, off_t(offset) + off_t(done)) } }
             if n < 0 {
-                if errno == EINTR { continue }
                 let e = errno
                 throw MediaError("cannot finish '\(path)': reading \(count) bytes at \(offset): \(Errno.text(e))", systemError: e)
             }
@@ -91,16 +90,8 @@ private struct Run {
     }
 
     func write(_ bytes: [UInt8], at offset: Int64) throws {
-        var done = 0
-        while done < bytes.count {
-            // Safe: the pointer is into bytes, which has bytes.count bytes.
-            let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done)) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let e = errno
-                throw MediaError("cannot finish '\(path)': writing \(bytes.count) bytes at \(offset): \(Errno.text(e)) (free space on the disk? the file stays fragmented and plays)", systemError: e)
-            }
-            done += n
+        if let e = bytes.withUnsafeBytes({ Sys.writeFully(fd, $0, at: offset) }).errno {
+            throw MediaError("cannot finish '\(path)': writing \(bytes.count) bytes at \(offset): \(Errno.text(e)) (free space on the disk? the file stays fragmented and plays)", systemError: e)
         }
     }
 

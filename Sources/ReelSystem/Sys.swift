@@ -129,6 +129,22 @@ package enum Sys {
         return try result.get()
     }
 
+    /// Writes all of `bytes` to a file: at `offset` (pwrite) or, without one, at the file position
+    /// (write); a short write goes on from where it stopped, EINTR is retried. Returns the bytes
+    /// written and, when it stopped before the end, the errno (a write that writes nothing: EIO).
+    package static func writeFully(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64? = nil) -> (written: Int, errno: Int32?) {
+        var done = 0
+        while done < bytes.count {
+            // Unsafe: done < bytes.count, so the pointer and length stay inside `bytes`.
+            let p = bytes.baseAddress! + done, left = bytes.count - done
+            let n = eintrSafe { offset.map { pwrite(fd, p, left, off_t($0 + Int64(done))) } ?? Glibc.write(fd, p, left) }
+            if n < 0 { return (done, Glibc.errno) }
+            if n == 0 { return (done, EIO) }
+            done += n
+        }
+        return (done, nil)
+    }
+
     /// Polls; `timeoutMs` is asked again after each EINTR so a deadline is kept.
     package static func poll(_ fds: inout [pollfd], timeoutMs: () -> Int32) throws(SystemError) -> Int32 {
         try retrying("poll") {

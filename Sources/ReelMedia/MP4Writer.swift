@@ -94,6 +94,8 @@ public final class MP4Writer {
         var maxPts: Int64? = nil
         /// The latest presentation end (pts + duration) written, in microseconds.
         var endMicros: Int64? = nil
+        /// Where the next packet's dts follows on from: the last one's dts + duration (encoder time base).
+        var nextDts: Int64? = nil
         /// Ticks (stream time base) the muxer's clock runs ahead of the file's: what undos removed.
         var shift: Int64 = 0
         /// Where the muxer's clock is: the last packet's dts + duration given to it (stream time base).
@@ -108,10 +110,10 @@ public final class MP4Writer {
             return timeBase.num == Int64(stb.num) && timeBase.den == Int64(stb.den) ? x
                 : rescale(x, timeBase.num * Int64(stb.den), timeBase.den * Int64(stb.num))
         }
-        struct State { var lastDts: Int64?; var maxPts: Int64?; var endMicros: Int64? }
+        struct State { var lastDts: Int64?; var maxPts: Int64?; var endMicros: Int64?; var nextDts: Int64? }
         var state: State {
-            get { State(lastDts: lastDts, maxPts: maxPts, endMicros: endMicros) }
-            set { lastDts = newValue.lastDts; maxPts = newValue.maxPts; endMicros = newValue.endMicros }
+            get { State(lastDts: lastDts, maxPts: maxPts, endMicros: endMicros, nextDts: nextDts) }
+            set { lastDts = newValue.lastDts; maxPts = newValue.maxPts; endMicros = newValue.endMicros; nextDts = newValue.nextDts }
         }
     }
 
@@ -190,6 +192,12 @@ public final class MP4Writer {
     /// Bytes handed to the file so far (all of them once `finish()` returned).
     public var bytesWritten: Int64 { fileEnd }
 
+    /// The file offset the next byte the muxer has written goes to (the placeholder counted
+    /// before it is in: it goes in with the first bytes).
+    private var nextFileOffset: Int64 {
+        fileEnd + Int64(sink.bytes.count) + (placeholderIn ? 0 : Int64(Self.placeholder.count))
+    }
+
     /// Opens `path` (created or truncated) and writes the file header. The stream parameters come from the encoders.
     public init(path: String, video v: H264Encoder?, audio a: AACEncoder?, fragmentMicros: Int64 = 1_000_000) throws {
         let what = "cannot create MP4 file '\(path)'"
@@ -202,7 +210,7 @@ public final class MP4Writer {
         let ctx = out.p
         self.out = out
         packet = try AVPacketBox(what)
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+        let fd = Sys.eintrSafe { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666) }
         if fd < 0 {
             let e = errno
             throw MediaError("cannot open '\(path)' for writing: \(Errno.text(e)) (\(Self.openFailureHint(errno: e, dir: directory(of: path))))", systemError: e)
@@ -245,7 +253,7 @@ public final class MP4Writer {
         }
 
         let size: Int32 = 32768
-        // Safe: the AVIOContext owns this buffer from here on; `closeIO` frees it (av_freep) with the context.
+        // Safe: the AVIOContext owns this buffer from here on; `OutputContext.freeIO` frees both.
         guard let buffer = av_malloc(Int(size))?.assumingMemoryBound(to: UInt8.self),
               let pb = avio_alloc_context(buffer, size, 1, Unmanaged.passUnretained(sink).toOpaque(), nil, { opaque, buf, n in
                   // Safe: opaque is the writer's Sink, alive while the context is (closeIO frees the context
@@ -283,11 +291,7 @@ public final class MP4Writer {
     private func closeIO() {
         guard !closed else { return }
         closed = true
-        let ctx = out.p
-        if ctx.pointee.pb != nil {
-            av_freep(&ctx.pointee.pb.pointee.buffer)
-            avio_context_free(&ctx.pointee.pb)
-        }
+        out.freeIO()
         Glibc.close(fd)
     }
 
@@ -428,10 +432,10 @@ public final class MP4Writer {
         if canCut {
             try cutFragment()
             nextCutMicros = max(nextCutMicros, (completeMicros / fragmentMicros + 1) * fragmentMicros)
-            cuts.append(Cut(index: b.index, fileOffset: fileEnd + Int64(sink.bytes.count) + (placeholderIn ? 0 : Int64(Self.placeholder.count)),
+            cuts.append(Cut(index: b.index, fileOffset: nextFileOffset,
                             fragments: fragments, sequence: sequence, nextCutMicros: nextCutMicros, completeMicros: completeMicros,
                             video: video?.state, audio: audio?.state,
-                            videoNext: firstVideo?.dts, audioNext: firstAudio?.dts ?? audio.flatMap { a in a.lastDts.map { $0 + 1024 } }))
+                            videoNext: firstVideo?.dts, audioNext: firstAudio?.dts ?? audio?.nextDts))
             writeMarker(TakeMarker(index: b.index, start: clock.toStream(start ?? 0), label: b.label ?? ""))
         } else {
             pendingMarkers.append(TakeMarker(index: b.index, start: clock.toStream(start ?? 0), label: b.label ?? ""))
@@ -450,9 +454,8 @@ public final class MP4Writer {
 
     /// Appends a marker to what goes to the file next (after a complete fragment).
     private func writeMarker(_ m: TakeMarker) {
-        let offset = fileEnd + Int64(sink.bytes.count) + (placeholderIn ? 0 : Int64(Self.placeholder.count))
+        takeMarkers.append((m.index, nextFileOffset))
         sink.bytes.append(contentsOf: m.box)
-        takeMarkers.append((m.index, offset))
     }
 
     /// Removes take `take` (the last begun, not take 1: a file with no take left is started
@@ -465,30 +468,27 @@ public final class MP4Writer {
         if let writeFailure { throw writeFailure }
         guard !finished else { throw MediaError("MP4Writer.rollback(take: \(take)) after finish() on '\(path)'") }
         guard take >= 2 else { throw MediaError("MP4Writer.rollback(take: \(take)) on '\(path)': take 1 is undone by starting the file again") }
-        if let b = boundary, b.index == take {
-            // Not cut yet: nothing of it is in the file.
-            boundary = nil
-            held.removeAll(keepingCapacity: true)
-            heldBytes.removeAll(keepingCapacity: true)
-            if b.videoCrossed { heldVideo = nil }
-            pendingMarkers.removeAll { $0.index >= take }
-            return audio.flatMap { a in a.lastDts.map { $0 + 1024 } } ?? 0
-        }
         pendingMarkers.removeAll { $0.index >= take }
+        let pending = boundary
+        boundary = nil
+        held.removeAll(keepingCapacity: true)
+        heldBytes.removeAll(keepingCapacity: true)
+        if let b = pending, b.index == take {
+            // Not cut yet: nothing of it is in the file (a held video packet is the take's only once video crossed).
+            if b.videoCrossed { heldVideo = nil }
+            return audio?.nextDts
+        }
         guard let cut = cuts.last, cut.index == take else {
             throw MediaError("MP4Writer.rollback(take: \(take)) on '\(path)': no clean cut for that take (cuts: \(cuts.map(\.index)))")
         }
         cuts.removeLast()
-        boundary = nil
-        held.removeAll(keepingCapacity: true)
-        heldBytes.removeAll(keepingCapacity: true)
         heldVideo = nil
         // The muxer's open fragment holds only the removed take: it is flushed into memory and dropped.
         let ctx = out.p
         try checkAV(av_write_frame(ctx, nil), "cannot drop the open fragment of '\(path)'")
         avio_flush(ctx.pointee.pb)
         sink.bytes.removeAll(keepingCapacity: true)
-        if ftruncate(fd, off_t(cut.fileOffset)) != 0 || lseek(fd, off_t(cut.fileOffset), SEEK_SET) < 0 {
+        if Sys.eintrSafe({ ftruncate(fd, off_t(cut.fileOffset)) }) != 0 || lseek(fd, off_t(cut.fileOffset), SEEK_SET) < 0 {
             let e = errno
             let err = MediaError("cannot cut '\(path)' back to take \(take) (\(cut.fileOffset) bytes): \(Errno.text(e))", systemError: e)
             writeFailure = err
@@ -551,7 +551,7 @@ public final class MP4Writer {
             // A writer abandoned without a failed write (the caller's own error) has nothing worth
             // keeping after completeBytes either: it is cut off.
             finished = true
-            let rc = ftruncate(fd, off_t(completeBytes))
+            let rc = Sys.eintrSafe { ftruncate(fd, off_t(completeBytes)) }
             let e = errno
             closeIO()
             if rc != 0 {
@@ -603,6 +603,7 @@ public final class MP4Writer {
         pkt.pointee.data = nil; pkt.pointee.size = 0
         try checkAV(rc, "cannot write a \(t.name) packet (dts \(dts)) to '\(path)'")
         t.muxNext = sdts + toStream(p.duration)
+        t.nextDts = dts + p.duration
         let end = micros(pts + p.duration, t)
         t.endMicros = max(t.endMicros ?? end, end)
     }
@@ -641,23 +642,14 @@ public final class MP4Writer {
         for t in [video, audio].compactMap({ $0 }) where t.shift != 0 { shifts[t.trackID] = t.shift }
         do { try FragmentRewrite.apply(&sink.bytes, from: from, shifts: shifts, sequence: &sequence) }
         catch { throw MediaError("MP4Writer: cannot set the fragment times of '\(path)' right: \(error)") }
-        var done = 0
-        let total = sink.bytes.count
-        while done < total {
-            let n = sink.bytes.withUnsafeBytes { b in Glibc.write(fd, b.baseAddress! + done, total - done) }
-            if n < 0 {
-                let e = errno
-                if e == EINTR { continue }
-                let err = MediaError("cannot write to '\(path)': \(Errno.text(e))", systemError: e)
-                writeFailure = err
-                // What reached the file of this fragment is cut off by abandon().
-                fileEnd += Int64(done)
-                sink.bytes.removeAll(keepingCapacity: true)
-                throw err
-            }
-            done += n
-        }
-        fileEnd += Int64(total)
+        let (written, failed) = sink.bytes.withUnsafeBytes { Sys.writeFully(fd, $0) }
+        fileEnd += Int64(written)
         sink.bytes.removeAll(keepingCapacity: true)
+        if let e = failed {
+            // What reached the file of this fragment is cut off by abandon().
+            let err = MediaError("cannot write to '\(path)': \(Errno.text(e))", systemError: e)
+            writeFailure = err
+            throw err
+        }
     }
 }

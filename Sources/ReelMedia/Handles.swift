@@ -37,7 +37,8 @@ final class Resampler {
     deinit { var p: OpaquePointer? = p; swr_free(&p) }
 }
 
-/// An output AVFormatContext and, once opened, its AVIOContext.
+/// An output AVFormatContext and the custom AVIOContext (avio_alloc_context) its owner gives it
+/// in `pb`: freed here with its buffer, never flushed (the owner decides what reaches the file).
 final class OutputContext {
     let p: UnsafeMutablePointer<AVFormatContext>
     init(format: String, path: String, _ what: String) throws(MediaError) {
@@ -46,8 +47,14 @@ final class OutputContext {
         guard let p else { throw MediaError("\(what): libavformat returned no \(format) muxer") }
         self.p = p
     }
+    /// Frees `pb` and its buffer without writing anything more. Idempotent.
+    func freeIO() {
+        guard let pb = p.pointee.pb else { return }
+        av_freep(&pb.pointee.buffer)
+        avio_context_free(&p.pointee.pb)
+    }
     deinit {
-        if p.pointee.pb != nil { creel_avio_closep(&p.pointee.pb) }
+        freeIO()
         avformat_free_context(p)
     }
 }

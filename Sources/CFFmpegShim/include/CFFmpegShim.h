@@ -2,7 +2,6 @@
 #define CFFMPEGSHIM_H
 #include <errno.h>
 #include <libavutil/error.h>
-#include <libavformat/avio.h>
 
 /// AVERROR(e) is a function-like macro.
 static inline int creel_averror(int posix_errno) { return AVERROR(posix_errno); }
@@ -24,14 +23,4 @@ typedef void (*creel_av_log_sink)(int level, const char *line);
 /// joined into whole lines); NULL restores av_log_default_callback.
 void creel_av_log_route(creel_av_log_sink sink);
 
-/// Opens `url` for writing (as avio_open) behind an AVIOContext of Reel's own, which puts `box`
-/// (len <= 16 bytes) into the file right after the first box the muxer writes (ftyp): the placeholder
-/// MP4Finisher later turns into the mdat header. The muxer's positions (avio_tell, seeks) stay its
-/// own; the file's are `len` bytes further once the box is in. A failed write of the file is the
-/// returned context's `error`, as with avio_open. Returns 0 or an AVERROR.
-int creel_avio_open_with_box(AVIOContext **pb, const char *url, const unsigned char *box, int len);
-/// 1 once the box is in the file.
-int creel_avio_box_written(AVIOContext *pb);
-/// Flushes and closes a context from creel_avio_open_with_box (or any other, with avio_closep); sets *pb to NULL.
-int creel_avio_closep(AVIOContext **pb);
 #endif

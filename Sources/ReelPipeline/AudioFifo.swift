@@ -52,15 +52,11 @@ struct AudioFifo: ~Copyable {
 /// The last `frames` frames of interleaved audio given to the encoder, in a ring (preallocated:
 /// appending never allocates). `last()` copies them out in order (once per take, not per chunk).
 struct AudioHistory {
-    let channels: Int
-    let frames: Int
     private var ring: [Int16]
     private var write = 0      // next value index
     private var count = 0      // values held
 
     init(channels: Int, frames: Int) {
-        self.channels = channels
-        self.frames = frames
         ring = [Int16](repeating: 0, count: channels * frames)
     }
 

@@ -47,22 +47,9 @@ package final class LiveSources: MediaSink, @unchecked Sendable {
     /// sources; files are not live: nil). `videoOnly`: a brief open for a snapshot.
     package static func open(_ config: RecorderConfig, logger: Logger, videoOnly: Bool = false) throws -> LiveSources? {
         guard config.paced else { return nil }
-        var vs: (any CaptureSource)?
-        var aso: (any CaptureSource)?
-        switch config.video {
-        case .none: vs = nil
-        case let .test(f): vs = TestVideoSource(format: f, paced: true)
-        case .y4m: return nil
-        case let .v4l2(device, request): vs = try V4L2VideoSource(path: device, request: request, logger: logger, controls: config.cameraControls)
-        }
-        if !videoOnly {
-            switch config.audio {
-            case .none: aso = nil
-            case let .test(f, skew): aso = TestAudioSource(format: f, skewPpm: skew, paced: true)
-            case .wav: vs?.stop(); return nil
-            case let .alsa(device, f): aso = try ALSAAudioSource(device: device, format: f, logger: logger)
-            }
-        }
+        if case .y4m = config.video { return nil }
+        if !videoOnly, case .wav = config.audio { return nil }
+        let (vs, aso) = try config.openSources(logger: logger, videoOnly: videoOnly)
         return LiveSources(video: vs, audio: aso, videoFormat: vs == nil ? nil : config.videoFormat)
     }
 

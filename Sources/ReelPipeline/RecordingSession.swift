@@ -81,6 +81,26 @@ public struct RecorderConfig: Sendable {
         case let .alsa(d, f): return "alsa \(d) \(f.sampleRate) Hz \(f.channels) ch"
         }
     }
+
+    /// Opens the capture sources this configuration names (not started); `videoOnly`: no audio.
+    package func openSources(logger: Logger, videoOnly: Bool = false) throws -> (video: (any CaptureSource)?, audio: (any CaptureSource)?) {
+        let vs: (any CaptureSource)?
+        switch video {
+        case .none: vs = nil
+        case let .test(f): vs = TestVideoSource(format: f, paced: paced)
+        case let .y4m(path, _): vs = try FileVideoSource(path: path, paced: paced)
+        case let .v4l2(device, request): vs = try V4L2VideoSource(path: device, request: request, logger: logger, controls: cameraControls)
+        }
+        guard !videoOnly else { return (vs, nil) }
+        let aso: (any CaptureSource)?
+        switch audio {
+        case .none: aso = nil
+        case let .test(f, skew): aso = TestAudioSource(format: f, skewPpm: skew, paced: paced)
+        case let .wav(path, _): aso = try FileAudioSource(path: path, paced: paced)
+        case let .alsa(device, f): aso = try ALSAAudioSource(device: device, format: f, logger: logger)
+        }
+        return (vs, aso)
+    }
 }
 
 /// What the control plane can see of a running recording; published by the pipeline thread.
@@ -220,23 +240,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         self.partPath = partPath
         self.finalPath = finalPath
         self.logger = logger
-        var vs: (any CaptureSource)?
-        var aso: (any CaptureSource)?
         live = sources
-        if let sources { vs = sources.video; aso = sources.audio } else {
-        switch config.video {
-        case .none: vs = nil
-        case let .test(f): vs = TestVideoSource(format: f, paced: config.paced)
-        case let .y4m(path, _): vs = try FileVideoSource(path: path, paced: config.paced)
-        case let .v4l2(device, request): vs = try V4L2VideoSource(path: device, request: request, logger: logger, controls: config.cameraControls)
-        }
-        switch config.audio {
-        case .none: aso = nil
-        case let .test(f, skew): aso = TestAudioSource(format: f, skewPpm: skew, paced: config.paced)
-        case let .wav(path, _): aso = try FileAudioSource(path: path, paced: config.paced)
-        case let .alsa(device, f): aso = try ALSAAudioSource(device: device, format: f, logger: logger)
-        }
-        }
+        let (vs, aso) = try sources.map { ($0.video, $0.audio) } ?? config.openSources(logger: logger)
         videoSource = vs
         audioSource = aso
         if let f = config.videoFormat {
@@ -444,11 +449,14 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
 
     /// An AAC packet to the file, in file time (see `aacOffset`).
     private func writeAAC(_ p: Packet) throws {
-        if aacOffset == 0, aacKeepFrom == .min { try mux.writeAudio(p); return }
         guard p.pts + aacOffset >= aacKeepFrom else { return }
         try mux.writeAudio(Packet(data: p.data, pts: p.pts + aacOffset, dts: p.dts + aacOffset, duration: p.duration,
                                   isKeyframe: p.isKeyframe))
     }
+
+    /// Drains the AAC encoder into nothing (libavcodec warns about frames left at close): for an
+    /// encoder whose output is not wanted.
+    private func discardAAC() { try? aac?.flush { _ in } }
 
     /// A new x264 with the same settings (so the same SPS/PPS; its first frame is an IDR). `drain`:
     /// the old one's frames are written first; else they are dropped (an undo).
@@ -471,7 +479,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             mux = try MP4Writer(path: partPath, video: h264, audio: aac, fragmentMicros: mux.fragmentMicros)
             if let syncer { mux.onFragmentWritten = { syncer.request() } }
             if let f = config.audioFormat {
-                try? aac?.flush { _ in }  // drained into nothing: libavcodec warns about frames left at close
+                discardAAC()
                 aac = try AACEncoder(format: f, settings: config.aac)
                 history.clear()
             }
@@ -492,7 +500,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
                 var context = [Int16](repeating: 0, count: need)
                 let have = min(need, before.count)
                 context.replaceSubrange((need - have)..<need, with: before.suffix(have))
-                try? aac?.flush { _ in }
+                discardAAC()
                 aac = fresh
                 aacOffset = base
                 aacKeepFrom = resume
@@ -686,7 +694,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         // cut back to its last complete fragment below.
         if case .nothingKept = ending, mux.writeFailure == nil {
             // Every take undone: no file is wanted (the encoders' and muxer's leftovers go with it).
-            try? aac?.flush { _ in }
+            discardAAC()
             _ = try? mux.abandon()
             if unlink(partPath) != 0 { logger.warning("cannot remove \(partPath) (every take was undone): \(Errno.current)") }
             else { logger.info("every take of \(partPath) was undone: removed it") }
@@ -713,9 +721,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         }
         var writeFailure: (kept: RecordingOutcome.Kept, message: String)?
         if let wf = mux.writeFailure {
-            // Nothing more is written; the AAC encoder is drained into nothing only so that
-            // libavcodec does not warn about frames left at close.
-            try? aac?.flush { _ in }
+            // Nothing more is written.
+            discardAAC()
             let (file, message) = salvage(wf)
             writeFailure = (file == nil ? .nothing : file == finalPath ? .file(finalPath) : .unrecovered(partPath), message)
             storageFailure = message

@@ -201,11 +201,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         case let .failure(e): return failure(id, e)
         }
         if config.minFreeBytes > 0, let free = Storage.freeBytes(config.outputDir), free < config.minFreeBytes {
-            let msg = "cannot start recording: only \(Storage.megabytes(free)) free in \(config.outputDir), below min_free_mb \(config.minFreeBytes / 1_000_000) (free some space, or lower min_free_mb)"
-            logger.error("\(msg)")
-            monitor.withLock { lastError = msg }
-            emitError(msg, .start)
-            return failure(id, .failed(msg))
+            return startFailed("cannot start recording: only \(Storage.megabytes(free)) free in \(config.outputDir), below min_free_mb \(config.minFreeBytes / 1_000_000) (free some space, or lower min_free_mb)", id: id)
         }
         // The devices: warm ones (standby) from the start instant on, else opened now.
         var live: LiveSources?
@@ -215,11 +211,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             live = s; warm = true
             s.arm(at: requestedAt)
         case let .failure(why)?:
-            let msg = "cannot start recording: \(why)"
-            logger.error("\(msg)")
-            monitor.withLock { lastError = msg }
-            emitError(msg, .start)
-            return failure(id, .failed(msg))
+            return startFailed("cannot start recording: \(why)", id: id)
         case nil: warm = false
         }
         do {
@@ -257,13 +249,18 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             r.startNs = requestedAt  // with standby also the start cut; without, the devices open after it
             return r
         } catch {
-            let msg = "cannot start recording \(paths.part): \(error)"
-            logger.error("\(msg)", metadata: RecordingLog.fields(.failed, file: paths.final, part: paths.part))
             unlink(paths.part)
-            monitor.withLock { lastError = msg }
-            emitError(msg, .start)
-            return failure(id, .failed(msg))
+            return startFailed("cannot start recording \(paths.part): \(error)", id: id,
+                               metadata: RecordingLog.fields(.failed, file: paths.final, part: paths.part))
         }
+    }
+
+    /// A `start` that failed: logged, kept as `lastError`, published as an `error` event, answered.
+    private func startFailed(_ msg: String, id: Int?, metadata: Logger.Metadata? = nil) -> Reply {
+        logger.error("\(msg)", metadata: metadata)
+        monitor.withLock { lastError = msg }
+        emitError(msg, .start)
+        return failure(id, .failed(msg))
     }
 
     private func control(_ r: Timeline.Request, label: String? = nil, id: Int?) -> Reply {

@@ -172,16 +172,32 @@ def start_latency(res, jpeg, info, start, mp4):
     return first - start_ns
 
 
+def camera_losses(log, mp4):
+    """Frames the camera itself never delivered (V4L2 sequence gaps) or that were dropped on the way,
+    over the warm camera session that recorded `mp4`: reeld's account when that session closed
+    (the first camera summary after the recording finished)."""
+    tail = log[log.index(f"recording finished: /tmp/rec/{mp4}"):]
+    m = re.search(r"camera /dev/video0: \d+ frames dequeued, (\d+) lost by the camera \(sequence gaps\), "
+                  r"(\d+) errored by the driver \(V4L2_BUF_FLAG_ERROR, dropped\), (\d+) dropped here", tail)
+    assert m, tail[:2000]
+    return sum(int(g) for g in m.groups())
+
+
 def test_standby_start_latency_on_vivid(run):
     warm = [start_latency(run, "sb-rec.jpg", "sb-rec.json", "sb-start.json", "standby.mp4"),
             start_latency(run, "sb-rec2.jpg", "sb-rec2.json", "sb-start2.json", "replugged.mp4")]
     cold = start_latency(run, "cold-rec.jpg", "cold-rec.json", "start-cold.json", "controls.mp4")
+    log = run.text("reeld.log")
+    lost = [camera_losses(log, "standby.mp4"), camera_losses(log, "replugged.mp4")]
     print(f"start latency on vivid (320x180 at {FPS} fps): standby {[round(w / 1e6, 1) for w in warm]} ms, "
-          f"without standby {cold / 1e6:.1f} ms (limit with standby: one frame + 5 ms = {(FRAME_NS + 5_000_000) / 1e6:.0f} ms)")
-    for w in warm:
+          f"without standby {cold / 1e6:.1f} ms (limit with standby: one frame + 5 ms = {(FRAME_NS + 5_000_000) / 1e6:.0f} ms); "
+          f"frames the warm camera lost or dropped in those sessions: {lost}")
+    for w, n in zip(warm, lost):
         # vivid's timestamps are exact; 2 ms for the pts rounding to 1/90000 s and the strip of
-        # the grid reeld snaps to (FrameSlots).
-        assert -2_000_000 <= w <= FRAME_NS + 5_000_000, w
+        # the grid reeld snaps to (FrameSlots). "The next captured frame" is one frame away only
+        # when the camera delivers every frame: vivid under TCG sometimes skips one when its
+        # thread runs late (a sequence gap), and then the next frame is one more period away.
+        assert -2_000_000 <= w <= (1 + min(n, 2)) * FRAME_NS + 5_000_000, (w, n)
     assert cold > 0, cold
 
 

@@ -59,18 +59,23 @@ def reeld(reel_bin_dir, request):
         r.close(keep=keep)
 
 
+def pytest_configure(config):
+    # `make test` runs the e2e tier two tests at a time (pytest-xdist: most tests wait on
+    # real-time schedules), then the tests marked serial alone: those whose assertions are
+    # latencies or watchdog deadlines that a second reeld encoding beside them would blur.
+    config.addinivalue_line("markers", "serial: a timing assertion; run alone, after the parallel part")
+
+
 @pytest.fixture
 def note(request):
-    """note(text): a line for the end-of-run summary (shown even when tests pass)."""
-    notes = request.config.stash.setdefault(_NOTES, [])
-    return lambda text: notes.append(f"{request.node.name}: {text}")
-
-
-_NOTES = pytest.StashKey[list]()
+    """note(text): a line for the end-of-run summary (shown even when tests pass). Kept in the
+    test's user_properties, which pytest-xdist carries from its workers to the summary."""
+    return lambda text: request.node.user_properties.append(("note", f"{request.node.name}: {text}"))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    notes = config.stash.get(_NOTES, [])
+    notes = [v for reports in terminalreporter.stats.values() for r in reports
+             if getattr(r, "when", None) == "call" for k, v in getattr(r, "user_properties", ()) if k == "note"]
     if notes:
         terminalreporter.section("reel e2e measurements")
         for n in notes:

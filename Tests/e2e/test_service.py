@@ -22,6 +22,7 @@ def is_status(line):
     return line.startswith("STATUS=")
 
 
+@pytest.mark.serial
 def test_notify_status_watchdog_and_freeze(reeld):
     tmp = tempfile.mkdtemp(prefix="reel-freeze-", dir="/tmp")
     freeze = os.path.join(tmp, "freeze")

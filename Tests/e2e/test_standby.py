@@ -13,6 +13,7 @@ import subprocess
 import time
 
 import numpy as np
+import pytest
 
 W, H, FPS = 320, 180, 30
 FRAME_NS = 1_000_000_000 // FPS
@@ -64,6 +65,7 @@ def wait_warm(r):
         time.sleep(0.05)
 
 
+@pytest.mark.serial
 def test_standby_starts_on_the_next_frame_and_snapshots_show_the_current_one(reeld, tmp_path, note):
     r = reeld("standby", size=f"{W}x{H}", fps=str(FPS), preset="ultrafast", standby="true")
     st = wait_warm(r)
@@ -125,6 +127,7 @@ def test_standby_starts_on_the_next_frame_and_snapshots_show_the_current_one(ree
     assert sa <= start_ns and -1 <= latency <= FRAME_NS + 5_000_000, latency
 
 
+@pytest.mark.serial
 def test_snapshot_without_standby(reeld, tmp_path):
     r = reeld("snapshot-cold", size=f"{W}x{H}", fps=str(FPS), preset="ultrafast")
     st = r.status()

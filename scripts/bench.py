@@ -100,9 +100,12 @@ def bench_size(bindir, size):
     print(f"  throughput reel/ffmpeg {f[0] / r[0]:.2f}x (target >= 1.25 at 720p), "
           f"reel/x264 {x[0] / r[0]:.2f}x (target >= 0.95 at 720p); "
           f"peak RSS reel/ffmpeg {r[2] / f[2]:.2f} (target <= 1.00)")
-    ratios = sorted(results["x264"][i][0] / results["reel"][i][0] for i in range(ROUNDS))
-    print(f"  reel/x264 per round: {', '.join(f'{q:.2f}' for q in ratios)} (target >= 0.98 at 720p, issue 11); "
-          f"audio path: reel {r[0] / med['reel-noaudio'][0] - 1:+.1%} wall over reel --audio none")
+    ratios = [results["x264"][i][0] / results["reel"][i][0] for i in range(ROUNDS)]
+    print(f"  reel/x264 per round (in order): {', '.join(f'{q:.2f}' for q in ratios)}; median {statistics.median(ratios):.2f}x "
+          f"(target >= 0.98 at 720p, issue 11); audio path: reel {r[0] / med['reel-noaudio'][0] - 1:+.1%} wall over reel --audio none")
+    for k in ("reel", "x264", "reel-noaudio"):
+        print(f"  {k:12} wall per round: {', '.join(f'{w:.2f}' for w, _, _ in results[k])}; "
+              f"CPU: {', '.join(f'{c:.2f}' for _, c, _ in results[k])}")
     return med
 
 

@@ -218,7 +218,7 @@ private struct Run {
 
 /// A box header as it starts the first 8 or 16 bytes given: type, size (0: the box runs to the end
 /// of the file; a 64-bit size read when the 32-bit one is 1) and header length. nil when the bytes
-/// are too few. Recovery (`Storage.playablePrefix`) and the finisher both walk boxes with it.
+/// are too few. Recovery (`Storage.partContents`) and the finisher both walk boxes with it.
 public struct MP4BoxHeader: Sendable, Equatable {
     public var type: String
     public var size: Int64

@@ -17,10 +17,20 @@ public enum Storage {
 
     public static func megabytes(_ b: Int64) -> String { "\(b / 1_000_000) MB" }
 
-    /// The length of the prefix of `path` made of complete top-level MP4 boxes, dropping a
-    /// trailing `moof` whose `mdat` never arrived. A fragmented MP4 plays up to that point.
-    /// nil when the prefix has no `moov` (nothing playable).
-    public static func playablePrefix(_ path: String) throws -> Int64? {
+    /// What a crash-left `.part` holds, from its complete top-level boxes.
+    public enum PartContents: Equatable, Sendable {
+        /// A movie header and media: playable up to `keep` bytes (complete boxes, a trailing
+        /// `moof` whose `mdat` never arrived dropped).
+        case playable(keep: Int64)
+        /// Nothing was recorded into it: empty, or only the boxes written before the first
+        /// fragment (ftyp, the placeholder, moov), possibly followed by a fragment cut short.
+        case noMedia
+        /// Not what reeld writes before its first fragment, yet no movie header: left alone.
+        case unrecognised
+    }
+
+    /// Reads only box headers (never the media).
+    public static func partContents(_ path: String) throws -> PartContents {
         guard let h = FileHandle(forReadingAtPath: path) else {
             throw RecorderFailure("cannot open \(path) for recovery: \(Errno.current)")
         }
@@ -28,16 +38,22 @@ public enum Storage {
         let size = Int64(try h.seekToEnd())
         var offset: Int64 = 0
         var end: Int64 = 0
-        var sawMoov = false
+        var sawMoov = false, sawMdat = false, onlyHeaders = true
         while offset + 8 <= size {
             try h.seek(toOffset: UInt64(offset))
             guard let head = try h.read(upToCount: 16), let box = MP4BoxHeader([UInt8](head)) else { break }
             guard box.size >= 8, offset + box.size <= size else { break }  // size 0 (to end) or cut short
             offset += box.size
-            if box.type == "moov" { sawMoov = true }
+            switch box.type {
+            case "moov": sawMoov = true
+            case "mdat": sawMdat = true
+            case "ftyp", "free", "skip", "moof": break
+            default: onlyHeaders = false
+            }
             if box.type != "moof" { end = offset }
         }
-        return sawMoov ? end : nil
+        if sawMoov && sawMdat { return .playable(keep: end) }
+        return !sawMdat && onlyHeaders ? .noMedia : .unrecognised
     }
 
     /// Makes the fragmented `path` a standard MP4 (ftyp, mdat, moov: `MP4Finisher`), or leaves a file
@@ -71,8 +87,19 @@ public enum Storage {
                 continue
             }
             do {
-                guard let keep = try playablePrefix(part) else {
-                    logger.warning("crash-left \(part) holds no playable media (no movie header); left as is")
+                let keep: Int64
+                switch try partContents(part) {
+                case let .playable(k): keep = k
+                case .noMedia:
+                    // Killed before its first fragment reached the disk: there is nothing to keep,
+                    // and a .part left behind would be reported at every start.
+                    let bytes = (try? FileManager.default.attributesOfItem(atPath: part)[.size] as? Int64) ?? 0
+                    guard unlink(part) == 0 else { throw RecorderFailure("cannot remove \(part): \(Errno.current)") }
+                    logger.notice("removed crash-left \(part): it holds no media (\(bytes) bytes: the recording ended before its first fragment reached the disk)",
+                                  metadata: ["RECORDING": "\(part)"])
+                    continue
+                case .unrecognised:
+                    logger.warning("crash-left \(part) holds no playable media (no movie header, and boxes reeld does not write before media); left as is")
                     continue
                 }
                 let before = (try? FileManager.default.attributesOfItem(atPath: part)[.size] as? Int64) ?? nil

@@ -183,3 +183,62 @@ def test_undo_gives_time_back_to_the_cap_and_undo_then_stop(reeld):
     rep = rv.analyze(final)
     assert rv.defects(rep) == [] and len(rep["segments"]) == 1, rv.format_report(rep)
     assert abs(rep["segments"][0]["last_ms"] / 1000 - (pause.mid - start.mid)) < 2 / fps + pause.half + start.half, rv.format_report(rep)
+
+
+# One track only: take 1 kept, "two" undone while recording, "three" kept to the stop.
+SOLO_PLAN = [(1.5, "pause", None), (2.0, "resume", "two"), (3.0, "undo", None), (3.5, "resume", "three")]
+SOLO_STOP = 5.4
+
+
+@pytest.mark.parametrize("track", ["video", "audio"])
+def test_undo_with_one_track(reeld, track):
+    """Undo with the camera alone (--audio none) and the microphone alone (--video none): the
+    clean cut of a take then waits on one track only. The file holds take 1 and "three" and
+    nothing of "two": the video's timecode strip, or the audio's beeps (one each whole second of
+    source time, so the undone take's beep at 2 s must be missing and the kept ones sit where the
+    schedule puts them); the chapters are the kept takes."""
+    fps, rate = 30, 48000
+    name = f"solo-{track}"
+    opts = {"size": "320x180", "fps": fps} if track == "video" else {"sample-rate": rate, "channels": 1}
+    r = reeld(name, **opts, **{("audio" if track == "video" else "video"): "none"})
+    start = r.ctl("start", "--name", name)
+    calls = {}
+    for at, cmd, label in SOLO_PLAN:
+        sleep_until(start.mid + at)
+        calls[label or cmd] = r.ctl(cmd, *(["--label", label] if label else []))
+        if cmd == "undo":
+            assert r.status()["state"] == "paused", r.status()
+    sleep_until(start.mid + SOLO_STOP)
+    stop = r.ctl("stop")
+    final = check_final_file(r, name, stop)
+    rep = rv.analyze(final)
+    print(rv.format_report(rep))
+    assert not rep["errors"], rep["errors"]
+    assert [c["tags"]["title"] for c in chapters(final)] == ["Take 1", "three"]
+
+    def s(c):
+        return c.mid - start.mid
+    pause, resume2, undo, resume3 = s(calls["pause"]), s(calls["two"]), s(calls["undo"]), s(calls["three"])
+    halves = start.half + max(c.half for c in calls.values()) + stop.half
+    if track == "video":
+        assert rep["audio"] is None and rep["video"] is not None
+        # "two" counts as pause: one cut from the pause to the resume of "three".
+        pauses = rv.merge_undone([(pause, resume2), (undo, resume3)], [(resume2, undo)])
+        assert len(pauses) == 1, pauses
+        _, tol_pos, tol_len = windows(start, [(calls["pause"], calls["three"])], fps)
+        # With no audio there is no beep to pair with a flash.
+        problems = [d for d in rv.defects(rep) if d != "no audio stream" and not d.startswith("flashes without a beep")] + \
+            rv.schedule_defects(rep, pauses, tol_pos, tol_len, stop_s=s(stop), tol_stop_s=2 / fps + halves + 0.002)
+        assert not problems, "\n".join(problems)
+    else:
+        a = rep["audio"]
+        assert rep["video"] is None and a is not None and a["sample_rate"] == rate
+        assert a["frame_pts_gap_count"] == 0, a["frame_pts_gaps"][:3]
+        # Kept: source [0, pause) then [resume3, stop): beeps 1 (take 1), 4 and 5 ("three").
+        take1 = pause
+        want = [1.0, take1 + (4 - resume3), take1 + (5 - resume3)]
+        onsets = [b["onset"] for b in a["beeps"] if not b["truncated"]]
+        tol = halves + 1024 / rate + 0.002
+        assert len(onsets) == 3 and all(abs(o - w) <= tol for o, w in zip(onsets, want)), (onsets, want, tol)
+        length = take1 + (s(stop) - resume3)
+        assert abs(a["duration"] - length) <= tol, (a["duration"], length, tol)

@@ -761,6 +761,12 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             unlink(partPath)
             return (nil, text(.nothing))
         }
+        if [ENOSPC, EDQUOT].contains(code), !failedSyncing {
+            // Out of space, not a failing disk: cutting the incomplete fragment off may have freed
+            // the few hundred kB a standard MP4's index needs. If not, the finisher cuts its own
+            // partial write off (logged) and the fragmented file, which plays, is kept.
+            Storage.finishMP4(partPath, logger: logger)
+        }
         if rename(partPath, finalPath) != 0 {
             let why = Errno.current
             return (partPath, text(.unknown("cannot rename \(partPath) to \(finalPath): \(why); reeld renames it at its next start")))

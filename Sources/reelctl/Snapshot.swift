@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import ReelControl
 import ReelCore
+import ReelSystem
 
 struct Snapshot: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -41,8 +42,8 @@ struct Snapshot: ParsableCommand {
         if path == "-" {
             FileHandle.standardOutput.write(Data(jpeg))
         } else {
-            guard FileManager.default.createFile(atPath: path, contents: Data(jpeg)) else {
-                printError("cannot write \(path): \(String(cString: strerror(errno))) (choose another -o FILE)")
+            if let e = Self.write(jpeg, to: path) {
+                printError("cannot write \(path): \(Errno.text(e)) (choose another -o FILE, somewhere you may write)")
                 throw ExitCode(ExitStatus.refused)
             }
         }
@@ -54,6 +55,16 @@ struct Snapshot: ParsableCommand {
         } else if path != "-" {
             print("\(path): \(info)")
         }
+    }
+
+    /// Creates or replaces `path` with `bytes` as the user running reelctl; the errno of the
+    /// step that failed (FileManager.createFile reports only false, and errno after it may be another call's).
+    static func write(_ bytes: [UInt8], to path: String) -> Int32? {
+        let fd = Sys.eintrSafe { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
+        guard fd >= 0 else { return errno }
+        let (_, failed) = bytes.withUnsafeBytes { Sys.writeFully(fd, $0) }
+        let closed = close(fd) == 0 ? nil : errno
+        return failed ?? closed
     }
 
     static func defaultName() -> String {

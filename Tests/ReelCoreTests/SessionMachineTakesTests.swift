@@ -41,6 +41,32 @@ final class SessionMachineTakesTests: XCTestCase {
         XCTAssertEqual(m.finalProgress?.segmentDurations.count, 2)
     }
 
+    /// A microphone that stops delivering (no error) before take 2 begins: take 2 keeps frames but
+    /// never any audio. Undoing it still goes back to take 1's end on both tracks; the recording
+    /// goes on and ends complete, the audio completed with silence to the video's length.
+    func testUndoOfATakeTheMicrophoneNeverReached() {
+        var m = ManualSession(start: t0)
+        m.camera(from: t0, until: t0 + 5 * s, latency: 15 * ms)
+        m.microphone(from: t0, until: t0 + 1500 * ms, chunk: 480, latency: 25 * ms)
+        m.request(.pause, at: t0 + 1010 * ms)
+        m.request(.resume, at: t0 + 2001 * ms)
+        m.undo(at: t0 + 2500 * ms)
+        m.request(.resume, at: t0 + 3000 * ms)
+        m.request(.stop, at: t0 + 4000 * ms)
+        m.run(until: t0 + 10 * s)
+        XCTAssertEqual(m.ending, .complete)
+        XCTAssertEqual(m.sinkErrors, [])
+        guard case let .success(rb)? = m.undoReplies.first else { return XCTFail("undo refused: \(m.undoReplies)") }
+        XCTAssertEqual(rb.take, 2)
+        XCTAssertEqual(rb.videoPTS, 31 * 3000)
+        XCTAssertEqual(rb.audioSamples, 49_600, "take 1's audio ends where its video does")
+        XCTAssertEqual(m.videoPTS, (0..<61).map { Int64($0) * 3000 })
+        XCTAssertEqual(m.finalProgress?.takes.map(\.number), [1, 2])
+        // Take 1's samples, then take 3's length of silence (the microphone is gone).
+        XCTAssertEqual(m.audio.first, Run(from: 0, count: 49_600))
+        XCTAssertEqual(m.audio.reduce(0) { $0 + $1.count }, 61 * 1600, "audio as long as the 61 frames")
+    }
+
     func testUndoingEveryTakeThenStoppingFinishesWithNothingKept() {
         var m = ManualSession(start: t0)
         m.camera(from: t0, until: t0 + 3 * s, latency: 15 * ms)

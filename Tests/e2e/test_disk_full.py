@@ -18,6 +18,7 @@ import time
 import pytest
 
 import reel_verify as rv
+from test_finish import assert_finished
 
 WAIT = 30.0
 LEFT_FREE = 600_000  # bytes left beside the filler: ~5 s at the ~120 kB/s below
@@ -111,6 +112,9 @@ def test_disk_full_ends_the_recording_cleanly_and_reeld_recovers(reeld, small_tm
         dec = subprocess.run(["ffmpeg", "-v", "error", "-xerror", "-i", final, "-f", "null", "-"],
                              capture_output=True, text=True, timeout=60)
         assert dec.returncode == 0 and not dec.stderr.strip(), dec.stderr
+        # Cutting the incomplete fragment off freed room for the index: a standard MP4 like any
+        # stopped recording (ftyp, mdat, moov; no mvex), with its chapter.
+        assert_finished(final)
         video_s = ffprobe_duration(final, "v:0")
         assert kept >= 1.0, f"only {kept} s kept before the disk filled ({took:.1f} s after start)"
         assert abs(video_s - kept) <= 0.15, f"video lasts {video_s} s, the message says {kept} s"

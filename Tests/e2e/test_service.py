@@ -5,6 +5,7 @@ SO_PEERCRED refusal of a second user, crash recovery of a .part file, config pre
 timeouts bound how long an absence is observed."""
 
 import glob
+import json
 import os
 import re
 import select
@@ -12,6 +13,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -104,6 +106,33 @@ def test_peer_outside_group_is_refused(reeld):
     assert "uid 40002 may not control reeld: not in group audio" in no.err, no
     assert r.status()["state"] == "idle", "a refused peer's start was carried out"
     assert "refusing control client" in open(r.log_path, errors="replace").read()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user (setpriv)")
+def test_snapshot_for_a_member_of_the_control_group(reeld):
+    """Issue 14: a snapshot works for any user allowed on the socket, whatever reeld may write:
+    the JPEG comes back over the socket and reelctl, as that user, writes it where that user can."""
+    audio_gid = 29
+    r = reeld("snap-peer", **{"control-group": "audio"})
+    os.chmod(r.dir, 0o755)
+    os.chmod(r.socket, 0o666)
+    mine = Path(r.dir) / "u40001"
+    mine.mkdir()
+    os.chown(mine, 40001, 40001)
+    os.chmod(mine, 0o700)  # only that user (and root) may write here
+    out = mine / "snap.jpg"
+    inside = ("setpriv", "--reuid=40001", "--regid=40001", f"--groups={audio_gid}", "--")
+    c = r.ctl("snapshot", "-o", str(out), "--width", "160", prefix=inside)
+    assert c.rc == 0, c
+    st = os.stat(out)
+    assert st.st_uid == 40001 and st.st_size > 0, st
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=codec_name,width,height", "-of", "json", str(out)],
+                           check=True, capture_output=True, text=True).stdout
+    s = json.loads(probe)["streams"][0]
+    assert (s["codec_name"], s["width"], s["height"]) == ("mjpeg", 160, 90), s
+    # Where that user may not write: reelctl says so, with the system's reason.
+    no = r.ctl("snapshot", "-o", os.path.join(r.out_dir, "snap.jpg"), prefix=inside, expect_ok=False)
+    assert no.rc == 1 and f"cannot write {os.path.join(r.out_dir, 'snap.jpg')}: permission denied" in no.err, no
 
 
 def test_crash_left_part_is_recovered_and_decodes(reeld):

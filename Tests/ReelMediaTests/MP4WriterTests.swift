@@ -323,6 +323,68 @@ final class MP4WriterTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(pcmOut.out.count / 2, 12 * 48000, "all 12 s of audio are in the file")
     }
 
+    /// A take the audio never reaches (a microphone that stopped without an error): after
+    /// `videoStallMicros` of held video the take's cut is made without the audio, and undoing
+    /// that take still cuts the file back to it. The next take (audio back) continues where take 1
+    /// ended; the file decodes clean and holds not one frame of the undone take.
+    func testUndoOfATakeTheAudioNeverReached() throws {
+        let path = tempPath("undo-no-audio.mp4")
+        let settings = H264Settings()
+        var venc = try H264Encoder(width: 64, height: 64, fps: Rational(30), settings: settings)
+        var aenc = try AACEncoder(format: AudioFormat(sampleRate: 48000, channels: 1), settings: AACSettings())
+        let mp4 = try MP4Writer(path: path, video: venc, audio: aenc, fragmentMicros: 500_000)
+        let c = [UInt8](repeating: 128, count: 32 * 32), pcm = [Int16](repeating: 100, count: 1600)
+        func frame(_ pts: Int64, luma: UInt8) throws {
+            let y = [UInt8](repeating: luma, count: 64 * 64)
+            try y.withUnsafeBufferPointer { y in
+                try c.withUnsafeBufferPointer { c in
+                    let f = I420Frame(y: y.baseAddress!, u: c.baseAddress!, v: c.baseAddress!, strideY: 64, strideU: 32, strideV: 32, width: 64, height: 64)
+                    try venc.encode(f, pts: pts) { try mp4.writeVideo($0) }
+                }
+            }
+        }
+        func audio() throws { try pcm.withUnsafeBufferPointer { try aenc.encode(interleaved: $0) { try mp4.writeAudio($0) } } }
+        try mp4.beginTake(index: 1, label: nil, start: 0)
+        for n in Int64(0)..<60 { try audio(); try frame(n * 3000, luma: 60) }       // take 1: 2 s of both
+        // Take 2: a fresh x264 (the last drained), video only for 6 s: more than videoStallMicros.
+        try venc.flush { try mp4.writeVideo($0) }
+        venc = try H264Encoder(width: 64, height: 64, fps: Rational(30), settings: settings)
+        try mp4.beginTake(index: 2, label: "no sound", start: 60 * 3000)
+        for n in Int64(60)..<240 { try frame(n * 3000, luma: 200) }
+        XCTAssertEqual(mp4.takeMarkers.map(\.index), [1, 2], "take 2 was cut without its audio")
+        // Undo take 2: fresh encoders, and the audio continues where the file's does.
+        let resume = try XCTUnwrap(try mp4.rollback(take: 2))
+        XCTAssertEqual(mp4.takeMarkers.map(\.index), [1])
+        // As RecordingSession does: a fresh x264; a fresh AAC encoder whose packets go to the file
+        // shifted to continue at `resume`, primed with one frame of context, packets before it dropped.
+        venc = try H264Encoder(width: 64, height: 64, fps: Rational(30), settings: settings)
+        aenc = try AACEncoder(format: AudioFormat(sampleRate: 48000, channels: 1), settings: AACSettings())
+        let base = resume - Int64(aenc.frameSize)
+        func shifted(_ samples: [Int16]) throws {
+            try samples.withUnsafeBufferPointer {
+                try aenc.encode(interleaved: $0) { p in
+                    guard p.pts + base >= resume else { return }
+                    try mp4.writeAudio(Packet(data: p.data, pts: p.pts + base, dts: p.dts + base, duration: p.duration, isKeyframe: p.isKeyframe))
+                }
+            }
+        }
+        try shifted([Int16](repeating: 100, count: aenc.frameSize))
+        try mp4.beginTake(index: 2, label: "again", start: 60 * 3000)
+        try mp4.beginAudioTake(index: 2, label: "again", sample: resume)
+        for n in Int64(60)..<120 { try shifted(pcm); try frame(n * 3000, luma: 60) }
+        try venc.flush { try mp4.writeVideo($0) }
+        try aenc.flush { try mp4.writeAudio($0) }
+        try mp4.finish()
+        let null = try shell(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
+        XCTAssertEqual(null.status, 0); XCTAssertEqual(null.err, "")
+        // Every decoded frame is a kept one (luma 60, none of the undone take's 200), 120 of them.
+        let gray = try shell(["ffmpeg", "-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "gray", "-"]).out
+        XCTAssertEqual(gray.count, 120 * 64 * 64)
+        let means = stride(from: 0, to: gray.count, by: 64 * 64).map { o in gray[o..<(o + 64 * 64)].reduce(0) { $0 + Int($1) } / (64 * 64) }
+        // (Y 60 reads as gray 51 and Y 200 as 214: ffmpeg expands the limited range.)
+        XCTAssertTrue(means.allSatisfy { abs($0 - 51) <= 4 }, "a frame of the undone take: \(means.filter { abs($0 - 51) > 4 }.prefix(5))")
+    }
+
     func testAudioOnlyFile() throws {
         let path = tempPath("audio-only.mp4")
         let aenc = try AACEncoder(format: AudioFormat(sampleRate: 48000, channels: 2), settings: AACSettings())

@@ -15,16 +15,23 @@ final class SessionMachineTakesTests: XCTestCase {
         return r.map { t0 + f.frameTime($0) }
     }
 
-    func testUndoWhileRecordingRollsTheSlotsAndTheOutputBack() {
+    /// Take 1 to 1.01 s, take 2 from 2.001 s undone while recording at 2.5 s, take 3 from 3 s to the
+    /// stop at 4 s; the camera runs 5 s, the microphone until `microphoneUntil`.
+    private func takeTwoUndoneWhileRecording(microphoneUntil: Nanos) -> ManualSession {
         var m = ManualSession(start: t0)
         m.camera(from: t0, until: t0 + 5 * s, latency: 15 * ms)
-        m.microphone(from: t0, until: t0 + 5 * s, chunk: 480, latency: 25 * ms)
+        m.microphone(from: t0, until: microphoneUntil, chunk: 480, latency: 25 * ms)
         m.request(.pause, at: t0 + 1010 * ms)
         m.request(.resume, at: t0 + 2001 * ms)
         m.undo(at: t0 + 2500 * ms)
         m.request(.resume, at: t0 + 3000 * ms)
         m.request(.stop, at: t0 + 4000 * ms)
         m.run(until: t0 + 10 * s)
+        return m
+    }
+
+    func testUndoWhileRecordingRollsTheSlotsAndTheOutputBack() {
+        let m = takeTwoUndoneWhileRecording(microphoneUntil: t0 + 5 * s)
 
         XCTAssertEqual(m.ending, .complete)
         XCTAssertEqual(m.sinkErrors, [])
@@ -45,15 +52,7 @@ final class SessionMachineTakesTests: XCTestCase {
     /// never any audio. Undoing it still goes back to take 1's end on both tracks; the recording
     /// goes on and ends complete, the audio completed with silence to the video's length.
     func testUndoOfATakeTheMicrophoneNeverReached() {
-        var m = ManualSession(start: t0)
-        m.camera(from: t0, until: t0 + 5 * s, latency: 15 * ms)
-        m.microphone(from: t0, until: t0 + 1500 * ms, chunk: 480, latency: 25 * ms)
-        m.request(.pause, at: t0 + 1010 * ms)
-        m.request(.resume, at: t0 + 2001 * ms)
-        m.undo(at: t0 + 2500 * ms)
-        m.request(.resume, at: t0 + 3000 * ms)
-        m.request(.stop, at: t0 + 4000 * ms)
-        m.run(until: t0 + 10 * s)
+        let m = takeTwoUndoneWhileRecording(microphoneUntil: t0 + 1500 * ms)
         XCTAssertEqual(m.ending, .complete)
         XCTAssertEqual(m.sinkErrors, [])
         guard case let .success(rb)? = m.undoReplies.first else { return XCTFail("undo refused: \(m.undoReplies)") }

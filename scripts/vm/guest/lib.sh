@@ -113,13 +113,15 @@ finish_capture() {
 }
 # record_from_devices NAME SIZE FPS [REELD ARGS...]: the played signal, reeld on the camera and
 # the loopback (yuyv, $PRESET, plus ARGS), and recording NAME started; T0: when the start was
-# sent (times.txt 'start').
+# sent (times.txt 'start'), T1: when its reply came (the recording runs from between the two; under
+# TCG a cold start's reply can take 2 s, so a fault meant to hit N s into the recording is timed from T1).
 record_from_devices() {
     _name=$1 _size=$2 _fps=$3; shift 3
     play
     reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size "$_size" --fps "$_fps" --pixel-format yuyv --preset $PRESET "$@"
     timed start start --name "$_name"
     T0=$(awk '$1 == "start" {print $2}' "$OUT/times.txt")
+    T1=$(awk '$1 == "start" {print $3}' "$OUT/times.txt")
 }
 # record_again NAME: after a device came back, a new recording NAME (the start may race the
 # device's re-registration: retried with backoff, 'start2' in times.txt), 3 s of it, then stop

@@ -3,7 +3,7 @@
 # is back (it returns when the last fd is closed; else vivid is reloaded) a new recording works.
 capture_setup
 record_from_devices before 640x360 30
-sleep_until "$(at "$T0" 3.0)"
+sleep_until "$(at "$T1" 3.0)"
 log "disconnecting $CAM"
 echo "disconnect $(now) $(now) 0" >> "$OUT/times.txt"
 v4l2-ctl -d $CAM --set-ctrl disconnect=1 || true

@@ -8,7 +8,7 @@ capture_setup
 dev=$(ls /sys/bus/platform/drivers/snd_aloop/ | grep '^snd_aloop' | head -1)
 [ -n "$dev" ] || { log "no snd_aloop platform device"; exit 1; }
 record_from_devices before 640x360 30
-sleep_until "$(at "$T0" 4.0)"
+sleep_until "$(at "$T1" 4.0)"
 log "unplugging the sound card ($dev)"
 _u0=$(now)
 echo "$dev" > /sys/bus/platform/drivers/snd_aloop/unbind

@@ -9,11 +9,11 @@ capture_setup
 disk_mount $REC
 export REEL_TEST_FINISH_HOLD=${HOLD:-mdat}
 record_from_devices finishcut 320x180 10 --min-free-mb 50
-sleep_until "$(at "$T0" 2.5)"
+sleep_until "$(at "$T1" 2.5)"
 timed pause pause
-sleep_until "$(at "$T0" 3.5)"
+sleep_until "$(at "$T1" 3.5)"
 timed resume resume
-sleep_until "$(at "$T0" 6.5)"
+sleep_until "$(at "$T1" 6.5)"
 _t=$(now); echo "stop $_t $_t 0" >> "$OUT/times.txt"   # sent now; never answered
 ctl stop > "$OUT/stop.out" 2>&1 &
 _n=300

@@ -18,7 +18,7 @@ wait_for /dev/mapper/rec 10
 mount -t ext4 /dev/mapper/rec $REC
 log "mounted: $(grep " $REC " /proc/mounts)"
 record_from_devices ioerror 320x180 10 --min-free-mb 50
-sleep_until "$(at "$T0" "${FAIL_AT:-8}")"
+sleep_until "$(at "$T1" "${FAIL_AT:-8}")"
 timed status status --json > "$OUT/status.out"
 grep '^{' "$OUT/status.out" > "$OUT/status-before-fail.json"
 ls -l $REC

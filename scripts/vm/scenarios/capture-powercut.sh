@@ -8,7 +8,7 @@
 capture_setup
 disk_mount $REC
 record_from_devices powercut 320x180 10 --min-free-mb 50 ${FSYNC:+--fsync $FSYNC}
-sleep_until "$(at "$T0" "${CUT_AT:-8}")"
+sleep_until "$(at "$T1" "${CUT_AT:-8}")"
 timed status status --json > "$OUT/status.out"   # recordedNs, bracketed in times.txt
 grep '^{' "$OUT/status.out" > "$OUT/status-before-cut.json"
 ls -l $REC

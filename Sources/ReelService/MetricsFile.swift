@@ -48,22 +48,17 @@ public final class MetricsFile: Sendable {
     /// Writes PATH.tmp and renames it over PATH; nil, or what failed.
     private func replace(with text: String) -> String? {
         let tmp = path + ".tmp"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return "cannot create \(tmp): \(String(cString: strerror(errno)))" }
+        let fd = Sys.eintrSafe { open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
+        guard fd >= 0 else { return "cannot create \(tmp): \(Errno.current)" }
         // Readable by node_exporter's user whatever reeld's umask (reeld.service has UMask=0027).
         fchmod(fd, 0o644)
         var failure: String?
-        let bytes = Array(text.utf8)
-        var off = 0
-        while off < bytes.count {
-            let n = bytes[off...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { failure = "cannot write \(tmp): \(String(cString: strerror(errno)))"; break }
-            off += n
+        if let e = Array(text.utf8).withUnsafeBytes({ Sys.writeFully(fd, $0) }).errno {
+            failure = "cannot write \(tmp): \(Errno.text(e))"
         }
         close(fd)
         if failure == nil, rename(tmp, path) != 0 {
-            failure = "cannot rename \(tmp) to \(path): \(String(cString: strerror(errno)))"
+            failure = "cannot rename \(tmp) to \(path): \(Errno.current)"
         }
         if failure != nil { unlink(tmp) }
         return failure

@@ -87,22 +87,21 @@ public enum Storage {
                 continue
             }
             do {
+                let before = (try? FileManager.default.attributesOfItem(atPath: part)[.size] as? Int64) ?? nil
                 let keep: Int64
                 switch try partContents(part) {
                 case let .playable(k): keep = k
                 case .noMedia:
                     // Killed before its first fragment reached the disk: there is nothing to keep,
                     // and a .part left behind would be reported at every start.
-                    let bytes = (try? FileManager.default.attributesOfItem(atPath: part)[.size] as? Int64) ?? 0
                     guard unlink(part) == 0 else { throw RecorderFailure("cannot remove \(part): \(Errno.current)") }
-                    logger.notice("removed crash-left \(part): it holds no media (\(bytes) bytes: the recording ended before its first fragment reached the disk)",
+                    logger.notice("removed crash-left \(part): it holds no media (\(before ?? 0) bytes: the recording ended before its first fragment reached the disk)",
                                   metadata: ["RECORDING": "\(part)"])
                     continue
                 case .unrecognised:
                     logger.warning("crash-left \(part) holds no playable media (no movie header, and boxes reeld does not write before media); left as is")
                     continue
                 }
-                let before = (try? FileManager.default.attributesOfItem(atPath: part)[.size] as? Int64) ?? nil
                 if truncate(part, off_t(keep)) != 0 {
                     throw RecorderFailure("cannot truncate \(part): \(Errno.current)")
                 }

@@ -118,11 +118,6 @@ public struct SessionSnapshot: Sendable {
     public var audioPeak: [Int32] = []
     /// Bytes of the MP4 written so far.
     public var bytesWritten: Int64 = 0
-    /// Why a source stopped the recording early (device gone), naming the device.
-    public var sourceError: String?
-    /// Why the file could not be written to the end (disk full, quota, I/O error), and what was
-    /// kept (see `WriteFailureText`).
-    public var storageError: String?
     /// The kept takes so far (the open one with no duration).
     public var takes: [Timeline.Take] = []
     /// Output time left before the length cap (nil: no cap); true once the cap stopped the recording.
@@ -217,7 +212,6 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     private var peakBucket: [Int32] = []
     private var peakWindow: [[Int32]] = []
     private var peakRotatedAt: Nanos = 0
-    private var storageFailure: String?
     /// Takes up to this number have been announced closed (`Notice.takeKept`).
     private var takesKept = 0
     // Liveness (Health.swift): registered in start(), removed when the pipeline finishes.
@@ -653,8 +647,6 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         s.audioFilledSamples = p.audioFilledSamples
         s.droppedFrames = (videoSource?.dropped ?? 0) - droppedBefore + p.droppedFrames
         s.timestampFixes = p.timestampFixes
-        s.sourceError = p.sourceError
-        s.storageError = storageFailure
         reportDrops(s.droppedFrames)
         // Recorded duration: the output reached so far (video frame end, or audio length).
         s.recordedNs = p.recordedNs
@@ -725,7 +717,6 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             discardAAC()
             let (file, message) = salvage(wf)
             writeFailure = (file == nil ? .nothing : file == finalPath ? .file(finalPath) : .unrecovered(partPath), message)
-            storageFailure = message
         }
         closeSyncer()
         partLock.release()

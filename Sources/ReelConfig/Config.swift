@@ -41,35 +41,35 @@ public enum SettingKey: String, CaseIterable, Sendable {
         switch self {
         case .socket:
             return SettingSpec(.control, .string("/run/reel/reeld.sock"), .check { Self.path($0, "socket path", max: Self.maxSocketPathBytes) }, restartToApply: true,
-                help: "Control socket path when not socket-activated.",
+                serveOnly: true, help: "Control socket path when not socket-activated.",
                 doc: """
                 Control socket path when reeld is started without systemd socket activation. Under systemd
                 the socket comes from reeld.socket (ListenStream=/run/reel/reeld.sock) and this is unused.
                 """)
         case .controlGroup:
             return SettingSpec(.control, .string("reel"), .check { Self.accountName($0, "group") }, restartToApply: true,
-                help: "Group whose members may use the control socket, besides root and reeld's own user.",
+                serveOnly: true, help: "Group whose members may use the control socket, besides root and reeld's own user.",
                 doc: """
                 Members of this group (primary or supplementary) may use reelctl; root and reeld's own user
                 always may. Others get a "forbidden" error. Checked with SO_PEERCRED on each connection.
                 """)
         case .controlUser:
             return SettingSpec(.control, .string(""), .check { Self.accountName($0, "user") }, restartToApply: true,
-                help: "One more user allowed to use the control socket; \"\" for none.",
+                serveOnly: true, help: "One more user allowed to use the control socket; \"\" for none.",
                 doc: "One more user allowed to use reelctl, by name; \"\" for none.")
         case .logLevel:
             return SettingSpec(.control, .string("info"), .oneOf(["trace", "debug", "info", "notice", "warning", "error", "critical"]), restartToApply: true,
                 help: "Log level: {values}.", doc: "Log level: {values}.")
         case .outputDir:
             return SettingSpec(.storage, .string("/var/lib/reel"), .check { Self.path($0, "directory", max: Self.maxPathBytes) },
-                help: "Directory for recordings, created if missing.",
+                serveOnly: true, help: "Directory for recordings, created if missing.",
                 doc: """
                 Where recordings go (created if missing). Outside /var/lib/reel, also add the directory to
                 ReadWritePaths= with `systemctl edit reeld` (the unit has ProtectSystem=strict).
                 """)
         case .minFreeMB:
             return SettingSpec(.storage, .int(500), .range(0...10_000_000, unit: " MB"),
-                help: "Refuse to start, and finish a recording, below this much free space in the output directory, in MB ({range}); 0 disables.",
+                serveOnly: true, help: "Refuse to start, and finish a recording, below this much free space in the output directory, in MB ({range}); 0 disables.",
                 doc: """
                 Free space in MB ({range}) below which `start` is refused and a running recording is finished
                 cleanly (checked every second); 0 disables the check.
@@ -84,7 +84,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
                 """)
         case .onFinish:
             return SettingSpec(.storage, .strings([]), .program,
-                help: "Absolute path of a program run (no shell) after each completed recording with the file's path as its argument (arguments go in the config file).",
+                serveOnly: true, help: "Absolute path of a program run (no shell) after each completed recording with the file's path as its argument (arguments go in the config file).",
                 doc: """
                 A program run after each completed recording, without a shell, with the file's path appended
                 as its last argument: ["/usr/local/bin/upload", "--bucket", "clips"]. [] for none. Its exit
@@ -95,7 +95,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
                 """)
         case .onFinishTimeout:
             return SettingSpec(.storage, .int(120), .range(1...86_400, unit: " seconds"),
-                help: "Seconds before the on_finish program is killed ({range}).",
+                serveOnly: true, help: "Seconds before the on_finish program is killed ({range}).",
                 doc: """
                 Seconds after which the on_finish program is killed ({range}). On stop, reeld waits for a
                 running on_finish program, so keep this below the unit's TimeoutStopSec= (150 s) minus the
@@ -145,7 +145,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
                 help: "Audio channels ({range}).", doc: "Audio channels ({range}).")
         case .standby:
             return SettingSpec(.sources, .bool(false), .boolean,
-                help: "Keep the camera and microphone open and streaming while idle (nothing is encoded or stored), so that 'start' records from the next frame and 'snapshot' answers at once: true or false.",
+                serveOnly: true, help: "Keep the camera and microphone open and streaming while idle (nothing is encoded or stored), so that 'start' records from the next frame and 'snapshot' answers at once: true or false.",
                 doc: """
                 Keep the camera and microphone open and streaming while idle (true), so that `start` and
                 `snapshot` take the next captured frame; nothing is encoded or stored until `start`. false (the
@@ -182,7 +182,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
                 help: "AAC bitrate in b/s ({range}).", doc: "AAC bitrate in b/s ({range}).")
         case .metricsFile:
             return SettingSpec(.monitoring, .string(""), .check(Self.metricsPath), restartToApply: true,
-                help: "A file to rewrite once a second with reeld's metrics in the Prometheus text format, for node_exporter's textfile collector (e.g. /var/lib/node_exporter/textfile_collector/reel.prom); \"\" for none.",
+                serveOnly: true, help: "A file to rewrite once a second with reeld's metrics in the Prometheus text format, for node_exporter's textfile collector (e.g. /var/lib/node_exporter/textfile_collector/reel.prom); \"\" for none.",
                 doc: """
                 A file reeld rewrites once a second with its metrics in the Prometheus text format, for
                 node_exporter's textfile collector: "/var/lib/node_exporter/textfile_collector/reel.prom".
@@ -344,12 +344,17 @@ public struct SettingSpec: Sendable {
     public let doc: String
     /// Read once at start-up: a SIGHUP reload does not change it (reeld warns).
     public let restartToApply: Bool
+    /// A setting of the daemon (`reeld serve`: its socket, output directory, hooks, standby,
+    /// metrics) that a one-shot `reeld record` has no use for: given to it as a flag it is an
+    /// error, in the environment a warning, in the shared config file nothing.
+    public let serveOnly: Bool
 
     /// `integerToo`: a string that may be written as an integer (fps = 30, or "30000/1001").
     init(_ section: Section, _ defaultValue: SettingValue, _ rule: Rule, integerToo: Bool = false, restartToApply: Bool = false,
-         help: String, doc: String, values: [String]? = nil) {
+         serveOnly: Bool = false, help: String, doc: String, values: [String]? = nil) {
         self.section = section
         self.restartToApply = restartToApply
+        self.serveOnly = serveOnly
         self.defaultValue = defaultValue
         self.rule = rule
         switch rule {
@@ -448,6 +453,24 @@ public struct DaemonSettings: Sendable {
     public private(set) var cameraControls: [CameraControlAssignment] = []
 
     public static let defaultConfigPath = "/etc/reel/reeld.toml"
+
+    /// For a one-shot `reeld record`: the daemon's settings it was given that it does not use
+    /// (`SettingSpec.serveOnly`). `errors` for flags (the caller asked for what will not happen),
+    /// `warnings` for the environment (it may be set for the daemon as well); the config file,
+    /// shared with the daemon, says nothing.
+    public var serveOnlyProblems: (errors: [String], warnings: [String]) {
+        var errors: [String] = [], warnings: [String] = []
+        for key in SettingKey.allCases where key.spec.serveOnly {
+            switch origins[key] {
+            case .flag?:
+                errors.append("\(key.flag) is a setting of the daemon ('reeld serve'); 'reeld record' does not use it: remove it")
+            case let .environment(name)?:
+                warnings.append("environment variable \(name) is a setting of the daemon ('reeld serve'); 'reeld record' ignores it")
+            default: break
+            }
+        }
+        return (errors, warnings)
+    }
 
     public init() {
         for k in SettingKey.allCases { values[k] = k.defaultValue; origins[k] = .defaultValue }

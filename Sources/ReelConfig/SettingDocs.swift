@@ -70,6 +70,7 @@ public enum SettingDocs {
                 text += " One of \(allowed.joined(separator: ", "))."
             }
             text += " Default: \(shown(key.defaultValue)). \(key.environmentVariable), \(key.rawValue)."
+            if spec.serveOnly { text += " 'reeld serve' only." }
             let lines = wrap(text, width: width - indent)
             if head.count + 2 <= indent {
                 out += head.padding(toLength: indent, withPad: " ", startingAt: 0) + lines[0] + "\n"

@@ -71,6 +71,11 @@ struct Record: ParsableCommand {
             FileHandle.standardError.write(Data("reeld: \(error)\n".utf8))
             throw ExitCode(2)
         }
+        let (serveOnlyErrors, serveOnlyWarnings) = settings.serveOnlyProblems
+        if !serveOnlyErrors.isEmpty {
+            FileHandle.standardError.write(Data(serveOnlyErrors.map { "reeld: record: \($0)\n" }.joined().utf8))
+            throw ExitCode(2)
+        }
         let isFile: Bool
         switch config.video { case .y4m: isFile = true; case .none: if case .wav = config.audio { isFile = true } else { isFile = false }; default: isFile = false }
         if duration == nil && !isFile {
@@ -83,6 +88,8 @@ struct Record: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         FFmpegLog.warningsOnly()
         LibraryLogging.route(to: logger)
+        if let f = settings.filePath { logger.info("configuration read from \(f)") }
+        (settings.warnings + serveOnlyWarnings).forEach { logger.warning("\($0)") }
         // One service: the recording, which a signal finishes early (`record` then returns).
         let services = ServiceGroup([ServiceGroup.Service("recording", stop: { _ in OneShot.stopEarly() })], logger: logger)
         services.shutdownOnSignals(queue: DispatchQueue(label: "reel-signals"), announce: { sig in

@@ -31,6 +31,22 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(s.origins[.sampleRate], .defaultValue)
     }
 
+    /// `reeld record` and the daemon's own settings: a flag is an error naming it, the
+    /// environment a warning naming the variable, the shared file nothing; the encoder's and the
+    /// sources' settings are the recording's and never named.
+    func testServeOnlySettingsGivenToAOneShotRecording() throws {
+        let path = try file("on_finish = [\"/bin/true\"]\nstandby = true\ncrf = 20\n")
+        let s = try DaemonSettings.resolve(configPath: path, environment: ["REEL_SOCKET": "/tmp/r.sock", "REEL_KEYINT": "5"],
+                                           flags: [.metricsFile: .string("/tmp/reel.prom"), .crf: .int(22), .maxDuration: .string("6")])
+        let (errors, warnings) = s.serveOnlyProblems
+        XCTAssertEqual(errors, ["--metrics-file is a setting of the daemon ('reeld serve'); 'reeld record' does not use it: remove it"])
+        XCTAssertEqual(warnings, ["environment variable REEL_SOCKET is a setting of the daemon ('reeld serve'); 'reeld record' ignores it"])
+        let plain = try DaemonSettings.resolve(configPath: path, environment: [:], flags: [:]).serveOnlyProblems
+        XCTAssertTrue(plain.errors.isEmpty && plain.warnings.isEmpty, "the config file is the daemon's too: \(plain)")
+        // What a recording uses is never serve-only.
+        for key: SettingKey in [.video, .audio, .crf, .preset, .fsync, .maxDuration, .logLevel] { XCTAssertFalse(key.spec.serveOnly, key.rawValue) }
+    }
+
     func testUnknownKeyNamesFileLineAndKey() throws {
         let path = try file("# comment\n\ncrf = 20\nmin_free = 3\n")
         XCTAssertEqual(error(path), "\(path):4: key 'min_free': unknown key (did you mean 'min_free_mb'?); the keys are documented in /etc/reel/reeld.toml")

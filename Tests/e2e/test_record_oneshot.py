@@ -43,3 +43,25 @@ def test_record_refuses_to_overwrite_and_needs_a_duration(reel_bin_dir, tmp_path
 def test_reeld_without_a_subcommand_is_the_daemon(reeld):
     r = reeld("compat", size="320x180", fps="15")  # the harness runs plain `reeld --socket ...`
     assert r.status()["state"] == "idle"
+
+
+def test_record_names_the_daemon_settings_it_does_not_use(reel_bin_dir, tmp_path):
+    """A one-shot recording has no socket, hooks, standby or metrics: such a flag is refused
+    (exit 2, nothing recorded), such a REEL_* variable is a warning in the log and the recording
+    goes ahead, and the metrics file named there is not written."""
+    prom = tmp_path / "reel.prom"
+    p, out = record(reel_bin_dir, tmp_path, "--size", "320x180", "--fps", "15", "--duration", "1",
+                    "--metrics-file", str(prom), "--on-finish", "/bin/true")
+    assert p.returncode == 2, p.stderr
+    for flag in ("--metrics-file", "--on-finish"):
+        assert f"{flag} is a setting of the daemon ('reeld serve'); 'reeld record' does not use it" in p.stderr, p.stderr
+    assert not os.path.exists(out) and not os.path.exists(out + ".part") and not prom.exists()
+
+    out = str(tmp_path / "env.mp4")
+    p = subprocess.run([os.path.join(reel_bin_dir, "reeld"), "record", "--video", "test", "--audio", "test", "--unpaced",
+                        "--size", "320x180", "--fps", "15", "--duration", "1", "--output", out],
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, REEL_CONFIG="/dev/null", REEL_METRICS_FILE=str(prom)))
+    assert p.returncode == 0, p.stderr
+    assert "environment variable REEL_METRICS_FILE is a setting of the daemon ('reeld serve'); 'reeld record' ignores it" in p.stderr, p.stderr
+    assert os.path.exists(out) and not prom.exists()

@@ -45,7 +45,7 @@ public struct ReelLogHandler: LogHandler {
                                      metadata: all, file: event.file, function: event.function, line: event.line)
             let rc = entry.withIOVecs(sender)
             if rc >= 0 { return }
-            Self.sayFallbackOnce("the journal refused a log entry (sd_journal_sendv: \(String(cString: strerror(-rc))))", fd: fd)
+            Self.sayFallbackOnce("the journal refused a log entry (sd_journal_sendv: \(Errno.text(-rc)))", fd: fd)
         }
         let shown = all.filter { !$0.key.hasPrefix("REEL_") }
         let meta = shown.isEmpty ? "" : " " + shown.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")

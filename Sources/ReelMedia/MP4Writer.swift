@@ -63,7 +63,9 @@ import ReelSystem
 /// Note: FFmpeg 5.1's demuxer applies a fragmented file's edit list as a plain time offset, so ffprobe
 /// shows the audio stream starting at -1024/rate (the priming packet) instead of skipping it; the
 /// samples still land on the right times (input sample 0 at 0), which the tests check by decoding.
-public final class MP4Writer {
+/// @unchecked Sendable: every public call runs under `lock` (the pipeline writes video, the AAC
+/// thread audio); `onFragmentWritten` is set before the first packet and only read after.
+public final class MP4Writer: @unchecked Sendable {
     public static let movflags = "empty_moov+delay_moov+frag_custom+default_base_moof+skip_trailer"
     /// The box written right after ftyp: `free`, 16 bytes, the room for a 64-bit `mdat` header.
     public static let placeholder: [UInt8] = [0, 0, 0, 16, 0x66, 0x72, 0x65, 0x65, 0, 0, 0, 0, 0, 0, 0, 0]
@@ -151,6 +153,10 @@ public final class MP4Writer {
     }
 
     public let path: String
+    /// Every public call runs whole under it: the pipeline thread writes video while the AAC
+    /// thread writes audio. Each track's packets still go in in the order its one writer hands
+    /// them over, and a cut is decided under the lock from the tracks' state at that instant.
+    private let lock = Monitor()
     private let out: OutputContext
     private let packet: AVPacketBox   // reused for every packet
     private let sink = Sink()
@@ -168,17 +174,21 @@ public final class MP4Writer {
     private var finished = false
     private var closed = false
     /// The first failed write to the file; once set, nothing more is written.
-    public private(set) var writeFailure: MediaError?
+    public var writeFailure: MediaError? { lock.withLock { failure } }
+    private var failure: MediaError?
     /// Bytes at the start of the file known to be written whole: header, movie box and complete
     /// fragments (0 until the first fragment is out). A file cut here plays.
-    public private(set) var completeBytes: Int64 = 0
+    public var completeBytes: Int64 { lock.withLock { complete.bytes } }
+    private var complete: (bytes: Int64, micros: Int64) = (0, 0)
     /// Media time those bytes hold, in microseconds (where every track has data).
-    public private(set) var completeMicros: Int64 = 0
-    /// Called on the writing thread after each fragment has been handed to the file (write(2)
-    /// done, not yet synced): the owner's chance to have it synced (see reeld's FileSyncer).
+    public var completeMicros: Int64 { lock.withLock { complete.micros } }
+    /// Called after each fragment has been handed to the file (write(2) done, not yet synced),
+    /// with the lock held, on whichever thread's packet cut it: the owner's chance to have it
+    /// synced (see reeld's FileSyncer). Set before the first packet, never after.
     public var onFragmentWritten: (() -> Void)?
     /// Packets whose DTS had to be forced strictly increasing (should stay 0).
-    public private(set) var dtsFixes = 0
+    public var dtsFixes: Int { lock.withLock { fixes } }
+    private var fixes = 0
     /// Take 1's marker, waiting for the first fragment boundary.
     private var pendingMarkers: [TakeMarker] = []
     private var boundary: Boundary?
@@ -187,10 +197,11 @@ public final class MP4Writer {
     private var cuts: [Cut] = []
     /// Each take marker written: the take's index and the file offset of its `free` box (where
     /// an undo of that take cuts the file back to).
-    public private(set) var takeMarkers: [(index: Int, fileOffset: Int64)] = []
+    public var takeMarkers: [(index: Int, fileOffset: Int64)] { lock.withLock { markers } }
+    private var markers: [(index: Int, fileOffset: Int64)] = []
 
     /// Bytes handed to the file so far (all of them once `finish()` returned).
-    public var bytesWritten: Int64 { fileEnd }
+    public var bytesWritten: Int64 { lock.withLock { fileEnd } }
 
     /// The file offset the next byte the muxer has written goes to (the placeholder counted
     /// before it is in: it goes in with the first bytes).
@@ -303,9 +314,11 @@ public final class MP4Writer {
     }
 
     /// Writes one H.264 packet (times in the video encoder's time base), in the encoder's output order.
-    public func writeVideo(_ p: Packet) throws {
+    public func writeVideo(_ p: Packet) throws { try lock.withLock { try writeVideoLocked(p) } }
+
+    private func writeVideoLocked(_ p: Packet) throws {
         guard let video else { throw MediaError("MP4Writer.writeVideo on '\(path)': the file was created without video") }
-        if let writeFailure { throw writeFailure }
+        if let failure { throw failure }
         if var b = boundary, let start = b.videoStart, b.videoCrossed || p.pts >= start {
             if !b.videoCrossed {
                 // The last packet before the take gets its true duration now.
@@ -339,9 +352,11 @@ public final class MP4Writer {
     }
 
     /// Writes one AAC packet (times in the audio encoder's time base), in the encoder's output order.
-    public func writeAudio(_ p: Packet) throws {
+    public func writeAudio(_ p: Packet) throws { try lock.withLock { try writeAudioLocked(p) } }
+
+    private func writeAudioLocked(_ p: Packet) throws {
         guard let audio else { throw MediaError("MP4Writer.writeAudio on '\(path)': the file was created without audio") }
-        if let writeFailure { throw writeFailure }
+        if let failure { throw failure }
         if var b = boundary, let start = b.audioStart, b.audioCrossed || p.pts + max(1, p.duration) > start {
             if !b.audioCrossed { b.audioCrossed = true; boundary = b }
             try hold(p, video: false)
@@ -365,26 +380,30 @@ public final class MP4Writer {
     /// file's first frame. Its marker (index, start in the chapter clock: the track's media
     /// timescale, label cut to `TakeMarker.maxLabelBytes`) is written at its cut (take 1: at the
     /// first fragment boundary). With video and audio, `beginAudioTake` announces the audio side.
-    public func beginTake(index: Int, label: String?, start: Int64) throws {
+    public func beginTake(index: Int, label: String?, start: Int64) throws { try lock.withLock { try beginTakeLocked(index: index, label: label, start: start) } }
+
+    private func beginTakeLocked(index: Int, label: String?, start: Int64) throws {
         try announce(index: index, label: label, video: video != nil ? start : nil, audio: video == nil ? start : nil)
     }
 
     /// With video: the audio of take `index` begins at output sample `sample` (what the packet
     /// holding it and every later one belong to). Without video, `beginTake` says it.
-    public func beginAudioTake(index: Int, label: String?, sample: Int64) throws {
+    public func beginAudioTake(index: Int, label: String?, sample: Int64) throws { try lock.withLock { try beginAudioTakeLocked(index: index, label: label, sample: sample) } }
+
+    private func beginAudioTakeLocked(index: Int, label: String?, sample: Int64) throws {
         guard audio != nil, video != nil else { return }
         try announce(index: index, label: label, video: nil, audio: sample)
     }
 
     private func announce(index: Int, label: String?, video v: Int64?, audio a: Int64?) throws {
-        if let writeFailure { throw writeFailure }
+        if let failure { throw failure }
         guard !finished else { throw MediaError("MP4Writer.beginTake(\(index)) after finish() on '\(path)'") }
         guard index >= 1, (v ?? 0) >= 0, (a ?? 0) >= 0 else {
             throw MediaError("MP4Writer.beginTake on '\(path)': take \(index) at \(v ?? a ?? 0); takes count from 1 and start at 0 or later")
         }
         if index == 1 {
             // The file's start: nothing before it to cut from.
-            guard cuts.isEmpty, !pendingMarkers.contains(where: { $0.index == 1 }), takeMarkers.isEmpty else { return }
+            guard cuts.isEmpty, !pendingMarkers.contains(where: { $0.index == 1 }), markers.isEmpty else { return }
             if let v { pendingMarkers.append(TakeMarker(index: 1, start: video!.toStream(v), label: label ?? "")) }
             else if video == nil, let a { pendingMarkers.append(TakeMarker(index: 1, start: audio!.toStream(a), label: label ?? "")) }
             return
@@ -431,9 +450,9 @@ public final class MP4Writer {
         let canCut = [video, audio].allSatisfy { $0 == nil || $0!.lastDts != nil } && heldVideo == nil
         if canCut {
             try cutFragment()
-            nextCutMicros = max(nextCutMicros, (completeMicros / fragmentMicros + 1) * fragmentMicros)
+            nextCutMicros = max(nextCutMicros, (complete.micros / fragmentMicros + 1) * fragmentMicros)
             cuts.append(Cut(index: b.index, fileOffset: nextFileOffset,
-                            fragments: fragments, sequence: sequence, nextCutMicros: nextCutMicros, completeMicros: completeMicros,
+                            fragments: fragments, sequence: sequence, nextCutMicros: nextCutMicros, completeMicros: complete.micros,
                             video: video?.state, audio: audio?.state,
                             videoNext: firstVideo?.dts, audioNext: firstAudio?.dts ?? audio?.nextDts))
             writeMarker(TakeMarker(index: b.index, start: clock.toStream(start ?? 0), label: b.label ?? ""))
@@ -454,7 +473,7 @@ public final class MP4Writer {
 
     /// Appends a marker to what goes to the file next (after a complete fragment).
     private func writeMarker(_ m: TakeMarker) {
-        takeMarkers.append((m.index, nextFileOffset))
+        markers.append((m.index, nextFileOffset))
         sink.bytes.append(contentsOf: m.box)
     }
 
@@ -464,8 +483,10 @@ public final class MP4Writer {
     /// next take's packets from fresh encoders (the same settings): video from the removed
     /// take's first pts, audio from the returned packet time. Returns the audio packet time
     /// (encoder time base) the file's audio continues at (nil without audio).
-    public func rollback(take: Int) throws -> Int64? {
-        if let writeFailure { throw writeFailure }
+    public func rollback(take: Int) throws -> Int64? { try lock.withLock { try rollbackLocked(take: take) } }
+
+    private func rollbackLocked(take: Int) throws -> Int64? {
+        if let failure { throw failure }
         guard !finished else { throw MediaError("MP4Writer.rollback(take: \(take)) after finish() on '\(path)'") }
         guard take >= 2 else { throw MediaError("MP4Writer.rollback(take: \(take)) on '\(path)': take 1 is undone by starting the file again") }
         pendingMarkers.removeAll { $0.index >= take }
@@ -491,16 +512,16 @@ public final class MP4Writer {
         if Sys.eintrSafe({ ftruncate(fd, off_t(cut.fileOffset)) }) != 0 || lseek(fd, off_t(cut.fileOffset), SEEK_SET) < 0 {
             let e = errno
             let err = MediaError("cannot cut '\(path)' back to take \(take) (\(cut.fileOffset) bytes): \(Errno.text(e))", systemError: e)
-            writeFailure = err
+            failure = err
             throw err
         }
         fileEnd = cut.fileOffset
-        completeBytes = cut.fileOffset
-        completeMicros = cut.completeMicros
+        complete.bytes = cut.fileOffset
+        complete.micros = cut.completeMicros
         fragments = cut.fragments
         sequence = cut.sequence
         nextCutMicros = cut.nextCutMicros
-        takeMarkers.removeAll { $0.index >= take }
+        markers.removeAll { $0.index >= take }
         for (t, state, next) in [(video, cut.video, cut.videoNext), (audio, cut.audio, cut.audioNext)] {
             guard let t, let state else { continue }
             t.state = state
@@ -514,8 +535,10 @@ public final class MP4Writer {
     private func micros(_ x: Int64, _ t: Track) -> Int64 { rescale(x, 1_000_000 * t.timeBase.num, t.timeBase.den) }
 
     /// Writes the last fragment and closes the file. Does not rename it.
-    public func finish() throws {
-        if let writeFailure { throw writeFailure }
+    public func finish() throws { try lock.withLock { try finishLocked() } }
+
+    private func finishLocked() throws {
+        if let failure { throw failure }
         guard !finished else { return }
         guard !closed else { throw MediaError("MP4Writer.finish on '\(path)': the file was already abandoned") }
         if let b = boundary { try cutTake(b) }
@@ -530,15 +553,17 @@ public final class MP4Writer {
         pendingMarkers.removeAll()
         try commit()
         finished = true
-        completeBytes = fileEnd
-        completeMicros = coveredMicros
+        complete.bytes = fileEnd
+        complete.micros = coveredMicros
         closeIO()
     }
 
     /// Records a failure to get the file onto the disk that was seen elsewhere (a failed fdatasync):
     /// from now on the writer behaves as after a failed write.
-    public func markFailed(_ message: String, systemError: Int32) {
-        if writeFailure == nil { writeFailure = MediaError(message, systemError: systemError) }
+    public func markFailed(_ message: String, systemError: Int32) { lock.withLock { markFailedLocked(message, systemError: systemError) } }
+
+    private func markFailedLocked(_ message: String, systemError: Int32) {
+        if failure == nil { failure = MediaError(message, systemError: systemError) }
     }
 
     /// Gives up on the file after a failure: closes it without writing anything more and truncates
@@ -546,20 +571,22 @@ public final class MP4Writer {
     /// time kept (0 bytes: nothing playable; the caller removes the file). Throws only if the file
     /// cannot be truncated.
     @discardableResult
-    public func abandon() throws -> (bytes: Int64, micros: Int64) {
+    public func abandon() throws -> (bytes: Int64, micros: Int64) { try lock.withLock { try abandonLocked() } }
+
+    private func abandonLocked() throws -> (bytes: Int64, micros: Int64) {
         if !finished, !closed {
             // A writer abandoned without a failed write (the caller's own error) has nothing worth
             // keeping after completeBytes either: it is cut off.
             finished = true
-            let rc = Sys.eintrSafe { ftruncate(fd, off_t(completeBytes)) }
+            let rc = Sys.eintrSafe { ftruncate(fd, off_t(complete.bytes)) }
             let e = errno
             closeIO()
             if rc != 0 {
-                throw MediaError("cannot cut '\(path)' back to its last complete fragment (\(completeBytes) bytes): \(Errno.text(e))",
+                throw MediaError("cannot cut '\(path)' back to its last complete fragment (\(complete.bytes) bytes): \(Errno.text(e))",
                                  systemError: e)
             }
         }
-        return (completeBytes, completeMicros)
+        return complete
     }
 
     /// Where every track has been written up to (the smallest presentation end), in microseconds.
@@ -569,13 +596,13 @@ public final class MP4Writer {
     }
 
     private func write(_ p: Packet, _ t: Track, mayCut: Bool) throws {
-        if let writeFailure { throw writeFailure }
+        if let failure { throw failure }
         guard !finished else { throw MediaError("MP4Writer: \(t.name) packet after finish() on '\(path)'") }
         var dts = p.dts, pts = p.pts
         if let last = t.lastDts, dts <= last {
             dts = last + 1
             pts = max(pts, dts)
-            dtsFixes += 1
+            fixes += 1
         }
         let dtsMicros = micros(dts, t)
         // (lastDts still as before this packet: every track must have a packet written already.)
@@ -621,8 +648,8 @@ public final class MP4Writer {
         pendingMarkers.removeAll()
         try commit()
         // Everything up to here reached the file whole.
-        completeBytes = fileEnd
-        completeMicros = coveredMicros
+        complete.bytes = fileEnd
+        complete.micros = coveredMicros
         onFragmentWritten?()
     }
 
@@ -648,7 +675,7 @@ public final class MP4Writer {
         if let e = failed {
             // What reached the file of this fragment is cut off by abandon().
             let err = MediaError("cannot write to '\(path)': \(Errno.text(e))", systemError: e)
-            writeFailure = err
+            failure = err
             throw err
         }
     }

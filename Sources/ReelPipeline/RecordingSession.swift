@@ -129,11 +129,15 @@ public struct SessionSnapshot: Sendable {
 
 /// One recording: sources -> timeline -> encoders -> MP4, from `start` to the renamed file.
 ///
-/// Threads: each source has its capture thread; everything else (timeline, pixel conversion,
-/// encoding, muxing) runs on this session's pipeline thread, fed by one bounded queue. Capture
-/// threads never wait on it when live: a full pool or queue drops the sample and counts it.
-/// @unchecked Sendable: fields marked "pipeline thread" are touched only by that thread once
-/// `start()` has launched it; the rest are immutable or guarded (`queue`, `monitor`, promises).
+/// Threads: each source has its capture thread; the decisions (timeline, cuts, silence), pixel
+/// conversion, video encoding and muxing run on this session's pipeline thread, fed by one
+/// bounded queue; the kept audio is AAC-encoded and written on an `AudioEncoderThread`. Capture
+/// threads never wait on either when live: a full pool or queue drops the sample and counts it.
+/// @unchecked Sendable: the pipeline's fields are touched only by the pipeline thread once
+/// `start()` has launched it, except what `encodeAAC` uses (`aac`, `aacOffset`, `aacKeepFrom`,
+/// the `mux` reference; `mux` itself is locked), which the AAC thread reads and the pipeline
+/// changes only with that thread quiesced or closed; the rest are immutable or guarded
+/// (`queue`, `monitor`, promises).
 package final class RecordingSession: MediaSink, @unchecked Sendable {
     package enum Outcome: Sendable { case ok(Timeline.Phase), refused(String), failed(String) }
     /// An undo's answer: the take removed (number, label), or why not.
@@ -188,6 +192,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     /// Frames given to `h264`.
     private var h264Frames = 0
     private var aac: AACEncoder?
+    /// Encodes what the pipeline keeps of the audio, through `encodeAAC`, off the pipeline thread.
+    private var aacThread: AudioEncoderThread?
     /// After an undo the AAC encoder is new: its packet times plus this are the file's, and its
     /// packets before `aacKeepFrom` (priming and the re-encoded context) are dropped.
     private var aacOffset: Int64 = 0
@@ -268,6 +274,13 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             mux.onFragmentWritten = { syncer.request() }
             self.syncer = syncer
         } else { syncer = nil }
+        if let f = config.audioFormat {
+            // 2 s: far more than the AAC thread ever lags (it encodes ~100x faster than real time).
+            // The session outlives the thread: finish() closes it.
+            aacThread = AudioEncoderThread(channels: f.channels, capacityFrames: f.sampleRate * 2) { [unowned self] in
+                try encodeAAC($0)
+            }
+        }
     }
 
     /// Removes the last take (see `Timeline.undo`); blocks briefly.
@@ -308,6 +321,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             if audioSource != nil { audioBeat = health.register("audio capture thread") }
         }
         droppedBefore = live?.videoDropped ?? 0
+        aacThread?.start()
         let thread = Thread { [self] in run() }
         thread.name = "reel-pipeline"
         thread.start()
@@ -388,6 +402,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
                 if let event { try handle(event) }
                 // A failed fdatasync, seen by the sync thread, ends the recording as a failed write does.
                 if takeSyncFailure() { throw mux.writeFailure! }
+                // The AAC thread's failure (a failed write there sets mux.writeFailure as here).
+                if let e = aacThread?.takeFailure() { throw e }
             } catch { failed(error) }
             let now = SystemClock.now()
             while let action = machine.nextAction(now: now, queueWasEmpty: event == nil, sourceExited: { video in
@@ -409,25 +425,27 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     private func perform(_ action: SessionMachine.Action) throws {
         switch action {
         case let .encodeAudio(n):
-            guard let aac else { return }
+            guard aac != nil else { return }
             let channels = fifo.channels  // read before consume(): it holds exclusive access to fifo
-            try fifo.consume(n) { samples in
+            fifo.consume(n) { samples in
                 meterPeak(samples, channels: channels)
-                try encodeAudio(samples, aac)
+                encodeAudio(samples)
             }
         case let .dropAudio(n): fifo.discard(n)
         case let .beginTake(t, start):
             takeHistory[t.number] = (start, history.last())
+            aacThread?.quiesce()  // as for a take's video start (handle .video)
             try mux.beginTake(index: t.number, label: t.label, start: start)
         case let .beginAudioTake(t, start):
             takeHistory[t.number] = (start, history.last())
+            aacThread?.quiesce()  // as for a take's video start (handle .video)
             try mux.beginAudioTake(index: t.number, label: t.label, sample: start)
-        case let .encodeSilence(n): try encodeSilence(n)
+        case let .encodeSilence(n): encodeSilence(n)
         case let .stopForSourceFailure(msg): logger.error("\(msg); finishing the recording \(partPath)")
         case .publish: publish()
         case let .completeWithSilence(n):
             if n > 0 { logger.warning("audio source delivered no samples for the last \(n) frames; filled with silence") }
-            try encodeSilence(n)
+            encodeSilence(n)
         case let .lengthCapReached(cap):
             logger.notice("\(partPath) reached its length cap of \(formatDuration(cap)); stopping")
             onNotice?(.capReached(cap))
@@ -435,10 +453,16 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         }
     }
 
-    /// Gives samples to the AAC encoder (and the history), its packets to the file in file time.
-    private func encodeAudio(_ samples: UnsafeBufferPointer<Int16>, _ aac: AACEncoder) throws {
+    /// Gives kept samples to the history and to the AAC thread (which encodes them, `encodeAAC`).
+    private func encodeAudio(_ samples: UnsafeBufferPointer<Int16>) {
         history.append(samples)
-        try aac.encode(interleaved: samples, writeAAC)
+        guard let aacThread else { return }
+        aacThread.submit(samples.baseAddress, frames: samples.count / aacThread.ring.channels)
+    }
+
+    /// AAC thread: samples to the encoder, its packets to the file in file time.
+    private func encodeAAC(_ samples: UnsafeBufferPointer<Int16>) throws {
+        try aac?.encode(interleaved: samples, writeAAC)
     }
 
     /// An AAC packet to the file, in file time (see `aacOffset`).
@@ -467,6 +491,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     /// before the join), and the next take continues there.
     private func rollBack(_ rb: SessionMachine.Rollback) throws {
         let started = SystemClock.now()
+        // The AAC thread has written all it was given and waits: the encoder and the file are the pipeline's.
+        aacThread?.quiesce()
         if h264 != nil { try renewVideoEncoder(drain: false) }
         if rb.take == 1 {
             // No take left: the file starts again (same path and inode, so the lock and the syncer hold).
@@ -499,7 +525,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
                 aacOffset = base
                 aacKeepFrom = resume
                 history.clear()
-                try context.withUnsafeBufferPointer { try encodeAudio($0, fresh) }
+                context.withUnsafeBufferPointer { encodeAudio($0) }
             }
         }
         takeHistory = takeHistory.filter { $0.key < rb.take }
@@ -536,6 +562,10 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
                 // A take's video starts on a fresh encoder: the last take's frames all go out first.
                 if h264Frames > 0 { try renewVideoEncoder(drain: true) }
                 // Its marker goes in at its clean cut (chapters at stop; an undo cuts back to it).
+                // The AAC thread first writes all it was given of the last take, so the file hears
+                // of the take's start in the same order as when one thread wrote both tracks: a
+                // take shorter than that thread's lag is not cut before its audio reached it.
+                aacThread?.quiesce()
                 try mux.beginTake(index: t.number, label: t.label, start: pts)
             }
             let frame = try converter.convert(UnsafeRawBufferPointer(videoSource!.pool.buffer(slot)))
@@ -581,13 +611,13 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         }
     }
 
-    private func encodeSilence(_ frames: Int) throws {
-        guard let aac, let f = config.audioFormat else { return }
+    private func encodeSilence(_ frames: Int) {
+        guard aac != nil, let f = config.audioFormat else { return }
         var left = frames
-        try silence.withUnsafeBufferPointer { zeros in
+        silence.withUnsafeBufferPointer { zeros in
             while left > 0 {
                 let n = min(left, 1024)
-                try encodeAudio(UnsafeBufferPointer(rebasing: zeros[0..<(n * f.channels)]), aac)
+                encodeAudio(UnsafeBufferPointer(rebasing: zeros[0..<(n * f.channels)]))
                 left -= n
             }
         }
@@ -682,6 +712,9 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             }
         }
         var finishError: String?
+        // Everything kept is encoded and written (or dropped after a failure); the encoder is the pipeline's again.
+        var aacError: (any Error)?
+        do { try aacThread?.close() } catch { aacError = error }
         // After a failed write nothing more is written (no encoder flush, no trailer): the file is
         // cut back to its last complete fragment below.
         if case .nothingKept = ending, mux.writeFailure == nil {
@@ -692,6 +725,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             else { logger.info("every take of \(partPath) was undone: removed it") }
         } else if mux.writeFailure == nil {
             do {
+                if let aacError { throw aacError }
                 try h264?.flush { try mux.writeVideo($0) }
                 try aac?.flush(writeAAC)
                 try mux.finish()

@@ -475,3 +475,74 @@ final class MP4WriterFailureTests: XCTestCase {
         XCTAssertLessThan(kept.micros, Int64(frames) * 1_000_000 / 30)
     }
 }
+
+/// Video written by one thread while audio is written by another (the pipeline and AAC threads
+/// between take boundaries; the pipeline quiesces the AAC thread before it announces a take):
+/// the writer's lock keeps the file whole, each track's packets all in, their dts strictly
+/// increasing. The packets are encoded first, so the two threads do nothing but write, at once.
+final class MP4WriterConcurrencyTests: XCTestCase {
+    func testVideoAndAudioFromTwoThreadsMakeOneValidFile() throws {
+        let path = tempPath("concurrent.mp4")
+        let (w, h, rate, seconds) = (64, 48, 48000, 30)
+        let venc = try H264Encoder(width: w, height: h, fps: Rational(30), settings: H264Settings())
+        let aenc = try AACEncoder(format: AudioFormat(sampleRate: rate, channels: 2), settings: AACSettings())
+        let mp4 = try MP4Writer(path: path, video: venc, audio: aenc, fragmentMicros: 100_000)
+        func keep(_ p: Packet) -> OwnedPacket { OwnedPacket(data: Array(p.data), pts: p.pts, dts: p.dts, duration: p.duration, key: p.isKeyframe) }
+        var audio: [OwnedPacket] = [], video: [OwnedPacket] = []
+        let pcm = [Int16](repeating: 300, count: 480 * 2)
+        for _ in 0..<(seconds * 100) { try pcm.withUnsafeBufferPointer { try aenc.encode(interleaved: $0) { audio.append(keep($0)) } } }
+        try aenc.flush { audio.append(keep($0)) }
+        var y = [UInt8](repeating: 60, count: w * h)
+        let c = [UInt8](repeating: 128, count: w * h / 4)
+        for n in 0..<Int64(seconds * 30) {
+            y[Int(n) % y.count] = 200
+            try y.withUnsafeBufferPointer { y in
+                try c.withUnsafeBufferPointer { c in
+                    let f = I420Frame(y: y.baseAddress!, u: c.baseAddress!, v: c.baseAddress!,
+                                      strideY: w, strideU: w / 2, strideV: w / 2, width: w, height: h)
+                    try venc.encode(f, pts: n * 3000) { video.append(keep($0)) }
+                }
+            }
+        }
+        try venc.flush { video.append(keep($0)) }
+
+        let shared = WriterBox(mp4, audio)
+        let go = DispatchSemaphore(value: 0), audioDone = DispatchSemaphore(value: 0)
+        Thread {
+            go.wait()
+            do { for p in shared.audio { try p.write(shared.mp4.writeAudio) } } catch { shared.audioError = "\(error)" }
+            audioDone.signal()
+        }.start()
+        go.signal()
+        for p in video { try p.write(mp4.writeVideo) }
+        XCTAssertEqual(audioDone.wait(timeout: .now() + 60), .success)
+        XCTAssertNil(shared.audioError)
+        try mp4.finish()
+        XCTAssertEqual(mp4.dtsFixes, 0)
+
+        let null = try shell(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
+        XCTAssertEqual(null.status, 0); XCTAssertEqual(null.err, "")
+        for (sel, count) in [("v", video.count), ("a", audio.count)] {
+            let pk = try probe(path, ["-select_streams", sel, "-show_entries", "packet=dts", "-show_packets"])["packets"] as! [[String: Any]]
+            let dts = pk.map { $0["dts"] as! Int }
+            XCTAssertEqual(dts.count, count, "\(sel): every packet is in the file")
+            XCTAssertTrue(zip(dts, dts.dropFirst()).allSatisfy { $0 < $1 }, "\(sel): dts strictly increasing")
+        }
+    }
+}
+
+private struct OwnedPacket: Sendable {
+    let data: [UInt8], pts: Int64, dts: Int64, duration: Int64, key: Bool
+    func write(_ to: (Packet) throws -> Void) throws {
+        try data.withUnsafeBytes { try to(Packet(data: $0, pts: pts, dts: dts, duration: duration, isKeyframe: key)) }
+    }
+}
+
+/// @unchecked Sendable: `audioError` is written by the audio thread alone before it signals;
+/// `mp4` is thread-safe (its lock is what the test checks); `audio` is immutable.
+private final class WriterBox: @unchecked Sendable {
+    let mp4: MP4Writer
+    let audio: [OwnedPacket]
+    var audioError: String?
+    init(_ mp4: MP4Writer, _ audio: [OwnedPacket]) { self.mp4 = mp4; self.audio = audio }
+}

@@ -21,25 +21,17 @@ struct AudioFifo: ~Copyable {
     /// Appends `frames` frames (or silence when `src` is nil). The caller checks `room` first.
     mutating func append(_ src: UnsafePointer<Int16>?, frames: Int) {
         precondition(frames <= room, "audio FIFO overflow")
-        var done = 0
-        while done < frames {
-            let tail = (head + count) % capacity
-            let n = min(frames - done, capacity - tail)
-            let dst = ring + tail * channels
-            if let src { dst.update(from: src + done * channels, count: n * channels) }
-            else { dst.update(repeating: 0, count: n * channels) }
-            count += n; done += n
-        }
+        ring.ringWrite(capacity: capacity, channels: channels, at: head + count, from: src, frames: frames)
+        count += frames
     }
 
     /// Hands the oldest `frames` frames to `body` in at most two contiguous pieces and removes them.
     mutating func consume(_ frames: Int, _ body: (UnsafeBufferPointer<Int16>) throws -> Void) rethrows {
         precondition(frames <= count, "audio FIFO underflow")
-        var left = frames
-        while left > 0 {
-            let n = min(left, capacity - head)
-            try body(UnsafeBufferPointer(start: ring + head * channels, count: n * channels))
-            head = (head + n) % capacity; count -= n; left -= n
+        try UnsafePointer(ring).ringRead(capacity: capacity, channels: channels, at: head, frames: frames) {
+            try body($0)
+            let n = $0.count / channels
+            head = (head + n) % capacity; count -= n
         }
     }
 

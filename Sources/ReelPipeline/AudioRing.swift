@@ -36,15 +36,7 @@ final class AudioRing: @unchecked Sendable {
     func write(_ src: UnsafePointer<Int16>?, frames: Int) -> Bool {
         let w = written.load(ordering: .relaxed)
         guard frames <= capacity - (w - taken.load(ordering: .acquiring)) else { return false }
-        var done = 0
-        while done < frames {
-            let slot = (w + done) % capacity
-            let n = min(frames - done, capacity - slot)
-            let dst = storage + slot * channels
-            if let src { dst.update(from: src + done * channels, count: n * channels) }
-            else { dst.update(repeating: 0, count: n * channels) }
-            done += n
-        }
+        storage.ringWrite(capacity: capacity, channels: channels, at: w, from: src, frames: frames)
         written.store(w + frames, ordering: .releasing)
         return true
     }
@@ -58,12 +50,42 @@ final class AudioRing: @unchecked Sendable {
         let total = min(maxFrames, written.load(ordering: .acquiring) - r)
         var done = 0
         defer { taken.store(r + done, ordering: .releasing) }
-        while done < total {
-            let slot = (r + done) % capacity
-            let n = min(total - done, capacity - slot)
-            done += n
-            try body(UnsafeBufferPointer(start: storage + slot * channels, count: n * channels))
+        try UnsafePointer(storage).ringRead(capacity: capacity, channels: channels, at: r, frames: total) {
+            done += $0.count / channels
+            try body($0)
         }
         return total
+    }
+}
+
+/// The wrap-around copies of the two sample rings (`AudioFifo`, `AudioRing`), in frames of
+/// `channels` interleaved values, over storage of `capacity` frames; `start` is taken modulo it.
+/// Unsafe pointer: `self` points at `capacity * channels` values the caller owns.
+extension UnsafeMutablePointer where Pointee == Int16 {
+    /// Writes `frames` frames (nil: silence) from frame `start` on, wrapping at the end.
+    func ringWrite(capacity: Int, channels: Int, at start: Int, from src: UnsafePointer<Int16>?, frames: Int) {
+        var done = 0
+        while done < frames {
+            let slot = (start + done) % capacity
+            let n = min(frames - done, capacity - slot)
+            let dst = self + slot * channels
+            if let src { dst.update(from: src + done * channels, count: n * channels) }
+            else { dst.update(repeating: 0, count: n * channels) }
+            done += n
+        }
+    }
+}
+
+extension UnsafePointer where Pointee == Int16 {
+    /// Hands `frames` frames from frame `start` on to `body` in at most two contiguous pieces.
+    func ringRead(capacity: Int, channels: Int, at start: Int, frames: Int,
+                  _ body: (UnsafeBufferPointer<Int16>) throws -> Void) rethrows {
+        var done = 0
+        while done < frames {
+            let slot = (start + done) % capacity
+            let n = min(frames - done, capacity - slot)
+            done += n
+            try body(UnsafeBufferPointer(start: self + slot * channels, count: n * channels))
+        }
     }
 }

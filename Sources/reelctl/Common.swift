@@ -28,6 +28,16 @@ func printError(_ message: String) {
     FileHandle.standardError.write(Data("reelctl: \(message)\n".utf8))
 }
 
+/// The part of reeld's reply a command prints (`what` names it); without it (a reeld of another
+/// version) the command says so and exits as refused.
+func required<T>(_ value: T?, in command: Command, _ what: String) throws -> T {
+    guard let value else {
+        printError("reeld replied to '\(command.rawValue)' without \(what) (is reeld the same version as reelctl?)")
+        throw ExitCode(ExitStatus.refused)
+    }
+    return value
+}
+
 /// Sends one request and returns the successful reply; on any failure prints the reason and
 /// exits 1 (refused by reeld) or 2 (could not talk to reeld).
 func perform(_ cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil, label: String? = nil,

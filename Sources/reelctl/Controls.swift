@@ -17,11 +17,7 @@ struct Controls: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
-        let reply = try perform(.controls, options: global)
-        guard let controls = reply.controls else {
-            printError("reeld replied to 'controls' without a list (is reeld the same version as reelctl?)")
-            throw ExitCode(ExitStatus.refused)
-        }
+        let controls = try required(perform(.controls, options: global).controls, in: .controls, "a list")
         if json {
             print(ControlsText.json(controls))
         } else {

@@ -11,11 +11,7 @@ struct Devices: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
-        let reply = try perform(.devices, options: global)
-        guard let devices = reply.devices else {
-            printError("reeld replied to 'devices' without a device list (is reeld the same version as reelctl?)")
-            throw ExitCode(ExitStatus.refused)
-        }
+        let devices = try required(perform(.devices, options: global).devices, in: .devices, "a device list")
         if json {
             print(try Wire.text(devices))
         } else {

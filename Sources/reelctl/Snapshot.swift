@@ -34,10 +34,8 @@ struct Snapshot: ParsableCommand {
 
     func run() throws {
         let reply = try perform(.snapshot, width: width, options: global)
-        guard let snap = reply.snapshot, let jpeg = snap.jpegBytes, jpeg.count == snap.bytes else {
-            printError("reeld replied to 'snapshot' without a readable image (is reeld the same version as reelctl?)")
-            throw ExitCode(ExitStatus.refused)
-        }
+        let (snap, jpeg) = try required(reply.snapshot.flatMap { s in s.jpegBytes.flatMap { $0.count == s.bytes ? (s, $0) : nil } },
+                                        in: .snapshot, "a readable image")
         let path = output ?? Self.defaultName()
         if path == "-" {
             FileHandle.standardOutput.write(Data(jpeg))

@@ -37,11 +37,7 @@ struct Status: ParsableCommand {
 
     func run() throws {
         if watch { return try runWatch() }
-        let reply = try perform(.status, options: global)
-        guard let status = reply.status else {
-            printError("reeld replied to 'status' without a status (is reeld the same version as reelctl?)")
-            throw ExitCode(ExitStatus.refused)
-        }
+        let status = try required(perform(.status, options: global).status, in: .status, "a status")
         if json {
             print(try Wire.text(status))
         } else {

@@ -17,11 +17,7 @@ struct Takes: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
-        let reply = try perform(.takes, options: global)
-        guard let takes = reply.takes else {
-            printError("reeld replied to 'takes' without takes (is reeld the same version as reelctl?)")
-            throw ExitCode(ExitStatus.refused)
-        }
+        let takes = try required(perform(.takes, options: global).takes, in: .takes, "takes")
         if json {
             var r = Reply(ok: true)
             r.takes = takes

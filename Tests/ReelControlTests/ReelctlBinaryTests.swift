@@ -114,6 +114,20 @@ final class ReelctlBinaryTests: XCTestCase {
         XCTAssertEqual(run.stderr, "reelctl: cannot pause: not recording (state is idle; run 'reelctl start' first)\n")
     }
 
+    /// A reply without what the command prints (a reeld of another version): the command names
+    /// the command and what was missing, and exits 1 with nothing on stdout.
+    func testAReplyMissingWhatTheCommandPrintsIsNamedAndRefused() throws {
+        let f = try Fixture()
+        f.recorder.state.withLock { $0.bareReplies = true }
+        for (args, what) in [(["status"], "a status"), (["devices"], "a device list"), (["controls"], "a list"),
+                             (["takes"], "takes"), (["snapshot", "-o", "-"], "a readable image")] {
+            let run = try reelctl(["--socket", f.path] + args)
+            XCTAssertEqual(run.status, 1, args.joined(separator: " "))
+            XCTAssertEqual(run.stdout, "")
+            XCTAssertEqual(run.stderr, "reelctl: reeld replied to '\(args[0])' without \(what) (is reeld the same version as reelctl?)\n")
+        }
+    }
+
     func testUnreachableDaemonAndUsageErrorsExitTwo() throws {
         let dir = TempDir()
         let missing = dir.socket("absent.sock")

@@ -45,6 +45,8 @@ final class FakeRecorder: ControlHandler {
         /// Answer `status` on the server's I/O thread (`quickReply`), as reeld's recorder does.
         var quickStatus = false
         var quickCalls = 0
+        /// Answer the listing commands with a bare success, as a reeld of another version might.
+        var bareReplies = false
     }
 
     let state = Mutex(State())
@@ -90,6 +92,7 @@ final class FakeRecorder: ControlHandler {
         }
         defer { if request.cmd == .stop { stopReturned.signal() } }
         return state.withLock { s -> Reply in
+            if s.bareReplies, [.status, .devices, .controls, .takes, .snapshot].contains(request.cmd) { return .success() }
             switch request.cmd {
             case .start:
                 guard s.state == .idle else {

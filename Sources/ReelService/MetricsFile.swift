@@ -48,15 +48,12 @@ public final class MetricsFile: Sendable {
     /// Writes PATH.tmp and renames it over PATH; nil, or what failed.
     private func replace(with text: String) -> String? {
         let tmp = path + ".tmp"
-        let fd = Sys.eintrSafe { open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
-        guard fd >= 0 else { return "cannot create \(tmp): \(Errno.current)" }
-        // Readable by node_exporter's user whatever reeld's umask (reeld.service has UMask=0027).
-        fchmod(fd, 0o644)
         var failure: String?
-        if let e = Array(text.utf8).withUnsafeBytes({ Sys.writeFully(fd, $0) }).errno {
-            failure = "cannot write \(tmp): \(Errno.text(e))"
+        // Readable by node_exporter's user whatever reeld's umask (reeld.service has UMask=0027).
+        if let f = Array(text.utf8).withUnsafeBytes({ Sys.writeFile(tmp, $0, mode: 0o644, exactMode: true) }) {
+            guard f.created else { return "cannot create \(tmp): \(Errno.text(f.errno))" }
+            failure = "cannot write \(tmp): \(Errno.text(f.errno))"
         }
-        close(fd)
         if failure == nil, rename(tmp, path) != 0 {
             failure = "cannot rename \(tmp) to \(path): \(Errno.current)"
         }

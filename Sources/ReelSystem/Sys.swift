@@ -145,6 +145,20 @@ package enum Sys {
         return (done, nil)
     }
 
+    /// Creates `path` (or empties it), writes all of `bytes` and closes it. With `exactMode` the
+    /// file gets `mode` whatever the umask (a file another user's program reads). Returns nil, or
+    /// the errno of the step that failed and whether the file was created at all (open failed:
+    /// `created` false); a failed close counts, since the bytes may not have been written.
+    package static func writeFile(_ path: String, _ bytes: UnsafeRawBufferPointer, mode: mode_t = 0o644,
+                                  exactMode: Bool = false) -> (created: Bool, errno: Int32)? {
+        let fd = eintrSafe { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
+        guard fd >= 0 else { return (false, Glibc.errno) }
+        if exactMode { fchmod(fd, mode) }
+        let failed = writeFully(fd, bytes).errno
+        let closed = Glibc.close(fd) == 0 ? nil : Glibc.errno
+        return (failed ?? closed).map { (true, $0) }
+    }
+
     /// Polls; `timeoutMs` is asked again after each EINTR so a deadline is kept.
     package static func poll(_ fds: inout [pollfd], timeoutMs: () -> Int32) throws(SystemError) -> Int32 {
         try retrying("poll") {

@@ -40,8 +40,9 @@ struct Snapshot: ParsableCommand {
         if path == "-" {
             FileHandle.standardOutput.write(Data(jpeg))
         } else {
-            if let e = Self.write(jpeg, to: path) {
-                printError("cannot write \(path): \(Errno.text(e)) (choose another -o FILE, somewhere you may write)")
+            // As the user running reelctl, into a file that user may write (reeld never touches it).
+            if let f = jpeg.withUnsafeBytes({ Sys.writeFile(path, $0) }) {
+                printError("cannot write \(path): \(Errno.text(f.errno)) (choose another -o FILE, somewhere you may write)")
                 throw ExitCode(ExitStatus.refused)
             }
         }
@@ -53,16 +54,6 @@ struct Snapshot: ParsableCommand {
         } else if path != "-" {
             print("\(path): \(info)")
         }
-    }
-
-    /// Creates or replaces `path` with `bytes` as the user running reelctl; the errno of the
-    /// step that failed (FileManager.createFile reports only false, and errno after it may be another call's).
-    static func write(_ bytes: [UInt8], to path: String) -> Int32? {
-        let fd = Sys.eintrSafe { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
-        guard fd >= 0 else { return errno }
-        let (_, failed) = bytes.withUnsafeBytes { Sys.writeFully(fd, $0) }
-        let closed = close(fd) == 0 ? nil : errno
-        return failed ?? closed
     }
 
     static func defaultName() -> String {

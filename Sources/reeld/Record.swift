@@ -82,14 +82,7 @@ struct Record: ParsableCommand {
             FileHandle.standardError.write(Data("reeld: record: give --duration (only file sources end by themselves)\n".utf8))
             throw ExitCode(2)
         }
-        let level = Logger.Level(rawValue: settings.string(.logLevel)) ?? .info
-        LoggingSystem.bootstrap { _ in ReelLogHandler(level: level, journal: JournalStream.isStderr(environment: env)) }
-        let logger = Logger(label: "reeld")
-        signal(SIGPIPE, SIG_IGN)
-        FFmpegLog.warningsOnly()
-        LibraryLogging.route(to: logger)
-        if let f = settings.filePath { logger.info("configuration read from \(f)") }
-        (settings.warnings + serveOnlyWarnings).forEach { logger.warning("\($0)") }
+        let logger = startProcess(settings, environment: env, warnings: serveOnlyWarnings)
         // One service: the recording, which a signal finishes early (`record` then returns).
         let services = ServiceGroup([ServiceGroup.Service("recording", stop: { _ in OneShot.stopEarly() })], logger: logger)
         services.shutdownOnSignals(queue: DispatchQueue(label: "reel-signals"), announce: { sig in

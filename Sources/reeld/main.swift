@@ -70,15 +70,7 @@ struct Serve: ParsableCommand {
             print(settings.report)
             return
         }
-        let level = Logger.Level(rawValue: settings.string(.logLevel)) ?? .info
-        let journal = JournalStream.isStderr(environment: env)
-        LoggingSystem.bootstrap { _ in ReelLogHandler(level: level, journal: journal) }
-        let logger = Logger(label: "reeld")
-        signal(SIGPIPE, SIG_IGN)
-        FFmpegLog.warningsOnly()
-        LibraryLogging.route(to: logger)
-        if let f = settings.filePath { logger.info("configuration read from \(f)") }
-        settings.warnings.forEach { logger.warning("\($0)") }
+        let logger = startProcess(settings, environment: env)
 
         let notifier = Notifier(environment: env)
         let watchdog = WatchdogEnvironment.timeoutNs(environment: env)
@@ -168,6 +160,22 @@ struct Serve: ParsableCommand {
 
 /// The settings both subcommands share: sources, encoders, storage, control; with the
 /// precedence flags > REEL_* environment > config file > defaults.
+/// What `serve` and `record` set up alike once the settings are read: logging at `log_level`
+/// (to the journal when stderr is it), SIGPIPE ignored, FFmpeg's and x264's messages routed to
+/// the log, then where the settings came from and the warnings about them (and `warnings`).
+func startProcess(_ settings: DaemonSettings, environment env: [String: String], warnings more: [String] = []) -> Logger {
+    let level = Logger.Level(rawValue: settings.string(.logLevel)) ?? .info
+    let journal = JournalStream.isStderr(environment: env)
+    LoggingSystem.bootstrap { _ in ReelLogHandler(level: level, journal: journal) }
+    let logger = Logger(label: "reeld")
+    signal(SIGPIPE, SIG_IGN)
+    FFmpegLog.warningsOnly()
+    LibraryLogging.route(to: logger)
+    if let f = settings.filePath { logger.info("configuration read from \(f)") }
+    (settings.warnings + more).forEach { logger.warning("\($0)") }
+    return logger
+}
+
 struct DaemonOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Config file (default: $REEL_CONFIG, else /etc/reel/reeld.toml if it exists).", valueName: "path"))
     var config: String?

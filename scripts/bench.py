@@ -104,10 +104,13 @@ def bench_size(bindir, size):
     print(f"  throughput reel/ffmpeg {f[0] / r[0]:.2f}x (target >= 1.25 at 720p), "
           f"reel/x264 {x[0] / r[0]:.2f}x (target >= 0.95 at 720p); "
           f"peak RSS reel/ffmpeg {r[2] / f[2]:.2f} (target <= 1.00)")
-    ratios = [results["x264"][i][0] / results["reel"][i][0] for i in range(ROUNDS)]
+    def per_round(ref):
+        """ref's wall time over reel's, round by round (each pair ran back to back)."""
+        return [results[ref][i][0] / results["reel"][i][0] for i in range(ROUNDS)]
+    ratios = per_round("x264")
     print(f"  reel/x264 per round (in order): {', '.join(f'{q:.2f}' for q in ratios)}; median {statistics.median(ratios):.2f}x "
           f"(target >= 0.98 at 720p, issue 11); audio path: reel {r[0] / med['reel-noaudio'][0] - 1:+.1%} wall over reel --audio none")
-    ratios422 = [results["x264-422"][i][0] / results["reel"][i][0] for i in range(ROUNDS)]
+    ratios422 = per_round("x264-422")
     print(f"  reel/x264 on the same 4:2:2 file (x264 converting it itself), per round: "
           f"{', '.join(f'{q:.2f}' for q in ratios422)}; median {statistics.median(ratios422):.2f}x")
     for k in ("reel", "x264", "x264-422", "reel-noaudio"):

@@ -66,4 +66,18 @@ public final class DriftResampler {
             left -= n; offset += n
         }
     }
+
+    /// The source has ended: hands the samples still inside the filter (`outputPosition - produced`,
+    /// about 16 frames) to `emit`. Without this, the last real samples of a file would be replaced
+    /// by the silence that completes the recording. Nothing may be processed after it.
+    public func flush(_ emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
+        while true {
+            // Unsafe pointer: swr writes at most `capacity` frames into `out` (allocated for that).
+            var outPlane: UnsafeMutablePointer<UInt8>? = UnsafeMutableRawPointer(out).assumingMemoryBound(to: UInt8.self)
+            let got = try checkAV(swr_convert(swr.p, &outPlane, Int32(capacity), nil, 0), "audio drift compensation failed at the end")
+            guard got > 0 else { return }
+            produced += Int64(got)
+            try emit(UnsafeBufferPointer(start: out, count: Int(got) * format.channels))
+        }
+    }
 }

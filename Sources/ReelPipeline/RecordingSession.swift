@@ -444,7 +444,11 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         case let .stopForSourceFailure(msg): logger.error("\(msg); finishing the recording \(partPath)")
         case .publish: publish()
         case let .completeWithSilence(n):
-            if n > 0 { logger.warning("audio source delivered no samples for the last \(n) frames; filled with silence") }
+            if n > 0 {
+                let ns = config.audioFormat.map { $0.sampleTime(Int64(n)) } ?? 0
+                let ms = "\(ns / 1_000_000).\(ns / 100_000 % 10) ms"
+                logger.warning("the audio ended \(n) samples (\(ms)) before the recording's end; filled with silence (\(partPath))")
+            }
             encodeSilence(n)
         case let .lengthCapReached(cap):
             logger.notice("\(partPath) reached its length cap of \(formatDuration(cap)); stopping")
@@ -584,6 +588,10 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         case let .media(.sourceFailed(msg)):
             machine.sourceFailed(msg)
         case let .media(.ended(msg, at, isVideo)):
+            // The samples still inside the drift-lock filter are the file's last ones: out with them.
+            if !isVideo, let resampler, let anchor = drift?.anchor {
+                try resampler.flush { try queueLocked($0, anchor: anchor) }
+            }
             // A file ran out (the machine says whether that ends the recording).
             if machine.sourceEnded(at: at, isVideo: isVideo) { logger.notice("\(msg); the recording ends there (\(partPath))") }
             else { logger.notice("\(msg) (\(partPath))") }
@@ -604,11 +612,14 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             try resampler.setCompensation(delta: c.delta, distance: c.distance)
         }
         let anchor = drift!.anchor ?? time  // output sample 0 of the locked stream
-        try resampler.process(samples, silentFrames: frames) { out in
-            let n = out.count / fifo.channels
-            try machine.audioQueued(frames: n, captureTime: anchor)
-            fifo.append(out.baseAddress, frames: n)
-        }
+        try resampler.process(samples, silentFrames: frames) { try queueLocked($0, anchor: anchor) }
+    }
+
+    /// The drift-lock resampler's output into the pending FIFO (timed from its output sample 0).
+    private func queueLocked(_ out: UnsafeBufferPointer<Int16>, anchor: Nanos) throws {
+        let n = out.count / fifo.channels
+        try machine.audioQueued(frames: n, captureTime: anchor)
+        fifo.append(out.baseAddress, frames: n)
     }
 
     private func encodeSilence(_ frames: Int) {

@@ -56,4 +56,24 @@ final class DriftResamplerTests: XCTestCase {
         // Beep 59 lands 59 * 14.4 = 850 samples (17.7 ms) late: the drift the lock removes.
         XCTAssertGreaterThan(onsets.last! - 59 * 48000, 800)
     }
+
+    /// The filter holds the last ~16 input frames back; `flush` gives them out, so a file's last
+    /// samples are not replaced by silence at the end of a recording.
+    func testFlushGivesBackTheFramesInsideTheFilter() throws {
+        let fmt = AudioFormat(sampleRate: 48000, channels: 2)
+        let rs = try DriftResampler(format: fmt)
+        let n = 4800
+        let input = [Int16](repeating: 1000, count: n * fmt.channels)
+        var out: [Int16] = []
+        try input.withUnsafeBufferPointer { try rs.process($0) { out.append(contentsOf: $0) } }
+        let held = n - out.count / fmt.channels
+        XCTAssertGreaterThan(held, 0, "the filter holds frames back (what flush is for)")
+        XCTAssertEqual(rs.outputPosition, Int64(n), "produced + the filter's delay")
+        try rs.flush { out.append(contentsOf: $0) }
+        XCTAssertEqual(out.count, n * fmt.channels, "every input frame comes out once")
+        XCTAssertEqual(rs.produced, Int64(n))
+        // The frames that came out of the flush are the signal, not the filter's padding.
+        for v in out.suffix(held * fmt.channels) { XCTAssertEqual(Int(v), 1000, accuracy: 30) }
+        try rs.flush { _ in XCTFail("a second flush has nothing left") }
+    }
 }

@@ -25,13 +25,20 @@ def record_files(reeld, tmp_path, name, seconds, wav_seconds=None, **fmt):
     assert status["state"] == "idle" and status["lastError"] is None, status
     final = status["lastFile"]
     assert final.endswith(f"{name}.mp4") and os.path.exists(final)
-    return final
+    return final, r
+
+
+def silence_warnings(r):
+    """The log's "the audio ended N samples ... filled with silence" lines."""
+    r.log.flush()
+    with open(r.log_path, errors="replace") as f:
+        return [l.strip() for l in f if "filled with silence" in l]
 
 
 @pytest.mark.parametrize("chroma", ["420", "422"])
 def test_y4m_and_wav_are_recorded_whole_and_in_sync(reeld, tmp_path, chroma):
     """4:2:0 goes to the encoder as read; 4:2:2 is converted on the reader's thread."""
-    final = record_files(reeld, tmp_path, "files", 4, width=320, height=180, fps=15, rate=48000, chroma=chroma)
+    final, r = record_files(reeld, tmp_path, "files", 4, width=320, height=180, fps=15, rate=48000, chroma=chroma)
     rep = rv.analyze(final)
     problems = rv.defects(rep)
     assert not problems, problems
@@ -39,12 +46,15 @@ def test_y4m_and_wav_are_recorded_whole_and_in_sync(reeld, tmp_path, chroma):
     assert v["frame_count"] == 60, v["frame_count"]            # every frame of the file, once
     assert len(rep["segments"]) == 1 and rep["segments"][0]["first_ms"] == 0
     assert len(rep["sync"]["pairs"]) == 3 and rep["sync"]["max_abs_offset_ms"] < 1.0, rep["sync"]
+    # Audio as long as the video needs no filling: the drift lock's filter gives back the file's
+    # last ~16 samples at its end (it used to keep them, and every file recording warned of silence).
+    assert silence_warnings(r) == []
 
 
 def test_the_video_end_ends_the_recording_and_short_audio_is_padded(reeld, tmp_path):
     """Video defines the frame grid: its end is the recording's end. An audio file 1.5 s shorter
     is completed with silence (as for a microphone that stops), so both streams end together."""
-    final = record_files(reeld, tmp_path, "short-audio", 4, wav_seconds=2.5, width=320, height=180, fps=15)
+    final, r = record_files(reeld, tmp_path, "short-audio", 4, wav_seconds=2.5, width=320, height=180, fps=15)
     rep = rv.analyze(final)
     assert rep["errors"] == [], rep["errors"]
     v, a, sy = rep["video"], rep["audio"], rep["sync"]
@@ -53,3 +63,6 @@ def test_the_video_end_ends_the_recording_and_short_audio_is_padded(reeld, tmp_p
     # Beeps 1 and 2 are in the audio file and sit on their flashes; flash 3 comes after its end.
     assert [round(p["t"]) for p in sy["pairs"]] == [1, 2] and sy["max_abs_offset_ms"] < 1.0, sy
     assert len(sy["unpaired_flashes"]) == 1, sy["unpaired_flashes"]
+    # The log says how much was filled, in samples and time: 1.5 s at 48 kHz.
+    [w] = silence_warnings(r)
+    assert "the audio ended 72000 samples (1500.0 ms) before the recording's end" in w, w

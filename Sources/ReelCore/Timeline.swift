@@ -191,7 +191,6 @@ public struct Timeline: Sendable {
     var audioCursor = 0
     /// Samples emitted to the encoder (kept + silence): the output audio length.
     public private(set) var audioOutput: Int64 = 0
-    public private(set) var audioSilence: Int64 = 0
     /// Set once the remaining audio was filled with silence; nothing more is decided.
     var audioClosed = false
 
@@ -376,7 +375,7 @@ public struct Timeline: Sendable {
             audioPos = pos
             if pos <= 0 {
                 guard kept else { continue }
-                audioOutput += n; audioSilence += n
+                audioOutput += n
                 audioTake = begun(audioCursor - 1)
                 return .silence(Int(n))
             }
@@ -395,7 +394,7 @@ public struct Timeline: Sendable {
         audioPos = max(audioPos ?? aS, endSample)
         audioCursor = firstUnresolved
         audioClosed = true
-        audioOutput += kept; audioSilence += kept
+        audioOutput += kept
         return Int(kept)
     }
 

@@ -22,6 +22,7 @@ This is a benchmark, not a test: targets are printed beside the measurements, ne
 
 import json
 import os
+import random
 import shutil
 import socket
 import statistics
@@ -74,6 +75,15 @@ def measure(argv):
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
 
 
+def median_interval(xs, resamples=2000):
+    """A 95 % bootstrap interval for the median of xs (the rounds resampled with replacement; a
+    fixed seed, so a rerun on the same figures prints the same interval). On a shared 2-core host
+    one round's ratio scatters by +-20 %: the interval says what the median can and cannot tell."""
+    rng = random.Random(11)
+    meds = sorted(statistics.median(rng.choices(xs, k=len(xs))) for _ in range(resamples))
+    return meds[int(0.025 * resamples)], meds[int(0.975 * resamples) - 1]
+
+
 def bench_size(bindir, size):
     y422, y420, wav = inputs(size)
     out = tempfile.mkdtemp(prefix="reel-bench-")
@@ -108,11 +118,14 @@ def bench_size(bindir, size):
         """ref's wall time over reel's, round by round (each pair ran back to back)."""
         return [results[ref][i][0] / results["reel"][i][0] for i in range(ROUNDS)]
     ratios = per_round("x264")
+    lo, hi = median_interval(ratios)
     print(f"  reel/x264 per round (in order): {', '.join(f'{q:.2f}' for q in ratios)}; median {statistics.median(ratios):.2f}x "
-          f"(target >= 0.98 at 720p, issue 11); audio path: reel {r[0] / med['reel-noaudio'][0] - 1:+.1%} wall over reel --audio none")
+          f"(95 % bootstrap interval {lo:.2f}-{hi:.2f}; target >= 0.98 at 720p, issue 11); "
+          f"audio path: reel {r[0] / med['reel-noaudio'][0] - 1:+.1%} wall over reel --audio none")
     ratios422 = per_round("x264-422")
+    lo, hi = median_interval(ratios422)
     print(f"  reel/x264 on the same 4:2:2 file (x264 converting it itself), per round: "
-          f"{', '.join(f'{q:.2f}' for q in ratios422)}; median {statistics.median(ratios422):.2f}x")
+          f"{', '.join(f'{q:.2f}' for q in ratios422)}; median {statistics.median(ratios422):.2f}x (95 % interval {lo:.2f}-{hi:.2f})")
     for k in ("reel", "x264", "x264-422", "reel-noaudio"):
         print(f"  {k:12} wall per round: {', '.join(f'{w:.2f}' for w, _, _ in results[k])}; "
               f"CPU: {', '.join(f'{c:.2f}' for _, c, _ in results[k])}")

@@ -69,12 +69,16 @@ struct AudioHistory {
         count = min(cap, count + src.count)
     }
 
-    /// What is held, oldest first.
+    /// What is held, oldest first (in an array of exactly that size: takes keep these).
     func last() -> [Int16] {
         guard count > 0 else { return [] }
         let start = (write - count + ring.count) % ring.count
         if start + count <= ring.count { return Array(ring[start..<(start + count)]) }
-        return Array(ring[start...]) + Array(ring[..<write])
+        var out = [Int16]()
+        out.reserveCapacity(count)
+        out.append(contentsOf: ring[start...])
+        out.append(contentsOf: ring[..<write])
+        return out
     }
 
     mutating func clear() { write = 0; count = 0 }

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <malloc.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,3 +15,5 @@ int creel_pipe_cloexec_nonblock(int fds[2]) { return pipe2(fds, O_CLOEXEC | O_NO
 int creel_spawn_closefrom(posix_spawn_file_actions_t *actions, int from) {
     return posix_spawn_file_actions_addclosefrom_np(actions, from);
 }
+
+int creel_fix_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }

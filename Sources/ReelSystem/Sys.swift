@@ -33,6 +33,11 @@ package enum Sys {
 
     package static func describe(_ code: Int32) -> String { Errno.text(code) }
 
+    /// glibc's mmap threshold fixed at `bytes` (its dynamic adjustment off): blocks at least that
+    /// large are mapped on their own and unmapped on free. False if glibc refused.
+    @discardableResult
+    package static func fixMmapThreshold(bytes: Int32) -> Bool { creel_fix_mmap_threshold(bytes) == 1 }
+
     /// The one EINTR retry for calls that return -1 and set errno (or, with `returnsErrno`, return
     /// the errno itself, as clock_nanosleep and posix_spawn do): runs `call` again while it fails
     /// with EINTR and returns its last result. For callers that read errno themselves.

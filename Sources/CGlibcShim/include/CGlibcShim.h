@@ -3,7 +3,7 @@
 #include <spawn.h>
 
 /// Glibc's Swift module exports neither accept4 nor pipe2 nor posix_spawn's closefrom action
-/// (they are _GNU_SOURCE declarations); shim.c defines _GNU_SOURCE and calls them.
+/// (they are _GNU_SOURCE declarations), nor mallopt (malloc.h); shim.c calls them.
 
 /// accept4(fd, NULL, NULL, SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0)): the client's
 /// descriptor is close-on-exec from its first instant, so a hook spawned meanwhile cannot inherit it.
@@ -12,4 +12,6 @@ int creel_accept_cloexec(int fd, int nonblocking);
 int creel_pipe_cloexec_nonblock(int fds[2]);
 /// posix_spawn_file_actions_addclosefrom_np(actions, from): the child closes every descriptor >= from.
 int creel_spawn_closefrom(posix_spawn_file_actions_t *actions, int from);
+/// mallopt(M_MMAP_THRESHOLD, bytes): a fixed threshold, which also turns glibc's dynamic one off. 1 on success.
+int creel_fix_mmap_threshold(int bytes);
 #endif

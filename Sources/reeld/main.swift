@@ -158,9 +158,6 @@ struct Serve: ParsableCommand {
     }
 }
 
-
-/// The settings both subcommands share: sources, encoders, storage, control; with the
-/// precedence flags > REEL_* environment > config file > defaults.
 /// What `serve` and `record` set up alike once the settings are read: logging at `log_level`
 /// (to the journal when stderr is it), SIGPIPE ignored, FFmpeg's and x264's messages routed to
 /// the log, then where the settings came from and the warnings about them (and `warnings`).
@@ -173,8 +170,8 @@ func startProcess(_ settings: DaemonSettings, environment env: [String: String],
     // A fixed mmap threshold (glibc's default value): every block of 128 KiB or more (x264's
     // frames, large packets) is mapped on its own and returned on free. Left dynamic, glibc
     // raises the threshold at the first such free (a take's fresh x264), serves those blocks
-    // from the heap after that, and the heap only grows: +5 MiB of RSS over an hour with a take
-    // every 35 s, against +0.5 MiB with this (docs/PERFORMANCE.md).
+    // from the heap after that, and the heap only grows: +5.1 MiB of RSS over an hour with a
+    // 5 s pause every 30 s, against +1.0 MiB with this (docs/PERFORMANCE.md).
     Sys.fixMmapThreshold(bytes: 128 * 1024)
     FFmpegLog.warningsOnly()
     LibraryLogging.route(to: logger)
@@ -183,6 +180,8 @@ func startProcess(_ settings: DaemonSettings, environment env: [String: String],
     return logger
 }
 
+/// The settings both subcommands share: sources, encoders, storage, control; with the
+/// precedence flags > REEL_* environment > config file > defaults.
 struct DaemonOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Config file (default: $REEL_CONFIG, else /etc/reel/reeld.toml if it exists).", valueName: "path"))
     var config: String?

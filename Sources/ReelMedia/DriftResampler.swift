@@ -54,15 +54,10 @@ public final class DriftResampler {
         while left > 0 {
             // Keep each call's output well inside the buffer (compensation is at most a few ppm).
             let n = min(left, capacity / 2, input == nil ? silenceFrames : Int.max)
-            let got: Int32 = try zeros.withUnsafeBufferPointer { z in
+            try zeros.withUnsafeBufferPointer { z in
                 // Safe: `src` points at n*ch readable samples; swr reads exactly n frames from it.
-                let src = input.map { $0.baseAddress! + offset * ch } ?? z.baseAddress!
-                var inPlane: UnsafePointer<UInt8>? = UnsafeRawPointer(src).assumingMemoryBound(to: UInt8.self)
-                var outPlane: UnsafeMutablePointer<UInt8>? = UnsafeMutableRawPointer(out).assumingMemoryBound(to: UInt8.self)
-                return try checkAV(swr_convert(swr.p, &outPlane, Int32(capacity), &inPlane, Int32(n)), "audio drift compensation failed")
+                _ = try convert(input.map { $0.baseAddress! + offset * ch } ?? z.baseAddress!, frames: n, emit)
             }
-            produced += Int64(got)
-            if got > 0 { try emit(UnsafeBufferPointer(start: out, count: Int(got) * ch)) }
             left -= n; offset += n
         }
     }
@@ -71,13 +66,23 @@ public final class DriftResampler {
     /// about 16 frames) to `emit`. Without this, the last real samples of a file would be replaced
     /// by the silence that completes the recording. Nothing may be processed after it.
     public func flush(_ emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
-        while true {
-            // Unsafe pointer: swr writes at most `capacity` frames into `out` (allocated for that).
-            var outPlane: UnsafeMutablePointer<UInt8>? = UnsafeMutableRawPointer(out).assumingMemoryBound(to: UInt8.self)
-            let got = try checkAV(swr_convert(swr.p, &outPlane, Int32(capacity), nil, 0), "audio drift compensation failed at the end")
-            guard got > 0 else { return }
-            produced += Int64(got)
-            try emit(UnsafeBufferPointer(start: out, count: Int(got) * format.channels))
-        }
+        while try convert(nil, frames: 0, emit) > 0 {}
+    }
+
+    /// One swr_convert of `frames` frames from `src` (nil, 0: drain the filter) into `out`; what
+    /// came out is counted and handed to `emit`. Returns the frames that came out.
+    /// Unsafe pointers: `src` is read for exactly `frames` frames; swr writes at most `capacity`
+    /// frames into `out` (allocated for that).
+    private func convert(_ src: UnsafePointer<Int16>?, frames: Int,
+                         _ emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws -> Int32 {
+        var inPlane: UnsafePointer<UInt8>? = src.map { UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self) }
+        var outPlane: UnsafeMutablePointer<UInt8>? = UnsafeMutableRawPointer(out).assumingMemoryBound(to: UInt8.self)
+        // A nil input array (not an array holding nil) is what makes swr drain its filter.
+        let rc = src == nil ? swr_convert(swr.p, &outPlane, Int32(capacity), nil, 0)
+                            : swr_convert(swr.p, &outPlane, Int32(capacity), &inPlane, Int32(frames))
+        let got = try checkAV(rc, src == nil ? "audio drift compensation failed at the end" : "audio drift compensation failed")
+        produced += Int64(got)
+        if got > 0 { try emit(UnsafeBufferPointer(start: out, count: Int(got) * format.channels)) }
+        return got
     }
 }

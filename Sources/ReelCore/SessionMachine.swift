@@ -22,6 +22,11 @@
 /// - Video. A kept frame takes the output frame slot nearest its output time (`FrameSlots`); a
 ///   taken slot drops it. Its pts is that slot in the encoder's time base, forced strictly
 ///   increasing (each fix counted).
+/// - The end. A stop asked while recording, resolved on a frame, ends the audio on the frame
+///   grid too: at the slot that frame would take, or the slot after the last frame's when that
+///   one is taken, so audio and video end together however the frames jitter. Only when the
+///   last take encoded a frame; the cap's stop is exact already, and a stop while paused ends
+///   where the pause cut.
 /// - Undo (`undo`): the timeline removes the last take; the frame slots, the last pts and the
 ///   frame count roll back to what they were before that take's first encoded frame, so the next
 ///   take's first frame takes the slot the removed one's first frame had. The returned `Rollback`
@@ -287,7 +292,10 @@ public struct SessionMachine: Sendable {
 
     /// A video frame captured at `time`.
     public mutating func video(at time: Nanos) -> VideoDecision {
-        guard case let .keep(out) = timeline.video(at: time), let fps = configuration.videoFPS else { return .drop }
+        let stopWasResolved = timeline.isStopResolved
+        let decision = timeline.video(at: time)
+        if !stopWasResolved, timeline.isStopResolved { endOnTheGrid() }
+        guard case let .keep(out) = decision, let fps = configuration.videoFPS else { return .drop }
         // The output frame slot nearest the capture time: a camera's timestamps jitter, so they
         // are snapped to the frame grid; a frame whose slot is taken is dropped (see FrameSlots).
         let before = TakeMark(take: timeline.lastKeptTake ?? 0, slotBefore: slots?.lastSlot, ptsBefore: lastVideoPts,
@@ -302,6 +310,18 @@ public struct SessionMachine: Sendable {
         // The first frame of its take that reaches the encoder (a frame whose slot was taken does not).
         let newTake = markTake(before, pts: pts) ? timeline.videoTake : nil
         return .encode(pts: pts, newTake: newTake)
+    }
+
+    /// The frame just judged resolved the cut that ends the recording: the audio ends on the frame
+    /// grid, at the slot that frame would take, or just after the last frame's slot when its
+    /// jitter puts it in that one (a camera's timestamps jitter by milliseconds; under emulation a
+    /// frame came 20 ms after the one before at 30 fps). At the frame's own capture time the
+    /// audio would end up to a frame and a half before the video.
+    private mutating func endOnTheGrid() {
+        guard let fps = configuration.videoFPS, let out = timeline.endOutput, let last = slots?.lastSlot,
+              let take = timeline.takes.last, takeMarks.last?.take == take.number else { return }
+        let slot = max(last + 1, rescale(out, fps.num, nanosPerSecond * fps.den))
+        timeline.endAudio(atOutput: rescale(slot, nanosPerSecond * fps.den, fps.num))
     }
 
     /// Counts an encoded frame in its take, remembering at its first what an undo restores.

@@ -10,7 +10,9 @@
 ///   itself.
 /// - Audio is cut at exactly those instants, to the sample: the cut sample for instant `X` is
 ///   `aS + round((X - S) * rate)` where `S` is the start cut (the origin for the whole
-///   recording, even when every take was undone) and `aS` the sample at `S`.
+///   recording, even when every take was undone) and `aS` the sample at `S`. The one exception
+///   is a stop's cut, which the caller may move to an output time of its choosing (`endAudio`:
+///   where the video's last frame slot ends) within what is still undecided.
 /// - Each pause's length in samples (resume cut sample - pause cut sample) is added to an
 ///   accumulated offset, subtracted from every later timestamp: audio output is simply the
 ///   running count of kept samples; video output time is `ts - S - offset / rate`.
@@ -130,7 +132,7 @@ public struct Timeline: Sendable {
     /// One resolved or pending cut.
     struct Cut: Sendable {
         var keepAfter: Bool        // state after the cut: recording (true) or paused/stopped
-        var isStop: Bool
+        var isStop: Bool           // a stop asked while recording, or the cap's (a stop while paused adds no cut)
         var requested: Nanos
         var at: Nanos?             // resolved cut instant on the media clock
         var rel: Int64 = 0         // audio: cut sample relative to the origin (round((at - S) * rate))
@@ -237,7 +239,6 @@ public struct Timeline: Sendable {
             // Stopping while paused adds no cut: the last segment is already closed (or, every
             // take undone, there is none).
             if phase == .recording { cuts.append(Cut(keepAfter: false, isStop: true, requested: instant)) }
-            else if !cuts.isEmpty { cuts[cuts.count - 1].isStop = true }
             phase = .stopped
         }
         if !hasVideo { resolveAtRequests(upTo: max(instant, horizon)) } else { issueCap { _ in } }
@@ -412,6 +413,32 @@ public struct Timeline: Sendable {
     }
 
     public var isStopResolved: Bool { phase == .stopped && firstUnresolved == cuts.count }
+
+    /// The output time (ns) of the stop cut that ended the last take, once it is resolved; nil
+    /// before, after a stop while paused (the pause ended the take), and when the cap stopped the
+    /// take (exact already).
+    public var endOutput: Nanos? {
+        guard isStopResolved, cuts.count >= 2, finalCut.isStop, !finalCut.isCapStop, !finalCut.capHit else { return nil }
+        let k = cuts.count - 2  // the last take's keep cut (cuts alternate keep / drop)
+        return finalCut.at! - origin! - cuts[k].offsetNanos
+    }
+
+    /// Ends the audio at output time `t` instead of at the end cut's instant (see `endOutput`):
+    /// the pipeline puts the end on its video frame grid, where the last frame's slot ends, so
+    /// the two streams end together (the cut's instant is a frame's jittered capture time).
+    /// Never before the take's start, past the cap, or before samples already decided (the
+    /// audio up to the stop's request instant may be kept already); moves no cut instant, so
+    /// takes and segments keep their lengths.
+    public mutating func endAudio(atOutput t: Nanos) {
+        guard let fmt = audio, endOutput != nil, !audioClosed else { return }
+        let k = cuts.count - 2
+        var rel = max(cuts[k].rel, cuts[k].offsetSamples + fmt.sampleIndex(at: t))
+        if let c = cuts[k].capRel { rel = min(rel, c) }
+        if let anchor, let pos = audioPos {
+            rel = max(rel, pos - startSample(fmt, anchor))
+        }
+        cuts[k + 1].rel = rel
+    }
 
     /// Samples (per channel) the audio source must have delivered for the recording to finish;
     /// nil until the stop is resolved and audio is anchored.

@@ -192,10 +192,16 @@ final class SessionMachineTakesTests: XCTestCase {
                 let capEnd = max(sample(b), sample(b) + capSamples - k)
                 running = (b, capEnd == sample(b) ? t0 + vf.frameTime(b) : max(t0 + vf.frameTime(b), t0 + offNanos + cap!), capEnd)
             }
-            func end(_ e: Int64) {
+            func end(_ e: Int64, stop: Bool = false) {
                 let r = running!
                 if let x = r.x, t0 + vf.frameTime(e) >= x || sample(e) >= r.capEnd { kept.append((r.b, e, r.capEnd)) }
-                else { kept.append((r.b, e, sample(e))) }
+                else if stop, e > r.b {
+                    // A stop ends the audio where the video ends: after its last frame's slot.
+                    let frames = kept.reduce(e - r.b) { $0 + $1.e - $1.b }
+                    let before = kept.reduce(Int64(0)) { $0 + $1.eS - sample($1.b) }
+                    let eS = sample(r.b) + af.sampleIndex(at: vf.frameTime(frames)) - before
+                    kept.append((r.b, e, r.x == nil ? eS : min(eS, r.capEnd)))
+                } else { kept.append((r.b, e, sample(e))) }
                 running = nil
             }
             begin(0)
@@ -205,7 +211,7 @@ final class SessionMachineTakesTests: XCTestCase {
                 case .pause: end(firstFrame(atOrAfter: rt))
                 case .resume: begin(firstFrame(atOrAfter: rt))
                 case .undo: if running != nil { running = nil } else { _ = kept.popLast() }
-                case .stop: if running != nil { end(firstFrame(atOrAfter: rt)) }; stopped = true
+                case .stop: if running != nil { end(firstFrame(atOrAfter: rt), stop: true) }; stopped = true
                 }
             }
             let expectedFrames = kept.flatMap { frames($0.b..<$0.e, fps: fps) }

@@ -79,11 +79,12 @@ struct ManualSession {
     private mutating func add(_ at: Nanos, _ d: Delivery) { deliveries.append((at, deliveries.count, d)) }
 
     /// A camera: frames on its grid from `t0`, captured before `end`, each arriving `latency`
-    /// after capture; `missing` frames never come.
-    mutating func camera(from t0: Nanos, until end: Nanos, latency: Nanos, missing: (Nanos) -> Bool = { _ in false }) {
+    /// after capture; `missing` frames never come; frame n is stamped `jitter(n)` off its grid time.
+    mutating func camera(from t0: Nanos, until end: Nanos, latency: Nanos, missing: (Nanos) -> Bool = { _ in false },
+                         jitter: (Int64) -> Nanos = { _ in 0 }) {
         var n: Int64 = 0
         while true {
-            let t = t0 + video!.frameTime(n)
+            let t = t0 + video!.frameTime(n) + jitter(n)
             if t >= end { break }
             if !missing(t) { add(t + latency, .frame(t)); videoArrivals.append(t + latency) }
             n += 1
@@ -279,6 +280,29 @@ final class SessionMachineTests: XCTestCase {
         // Finished as soon as the stop frame and the audio up to it were in (3.025 s), not later.
         XCTAssertLessThanOrEqual(m.end, t0 + 3045 * ms)
         XCTAssertEqual(m.finalProgress?.segmentDurations, [1_033_333_333, 966_666_667])
+    }
+
+    /// A stop ends the audio where the video ends, after the last frame's slot, however the stop
+    /// frame's timestamp jitters. At that frame's own capture time the audio ended 960 samples
+    /// (20 ms) before the video when it was stamped 20 ms early, into the last frame's slot (seen
+    /// under emulation), and 672 samples after it when stamped 14 ms late.
+    func testTheStopEndsTheAudioWhereTheVideoEnds() {
+        for jitter in [-20 * ms, 14 * ms] {
+            var m = ManualSession(start: t0)
+            m.camera(from: t0, until: t0 + 4 * s, latency: 15 * ms, jitter: { $0 == 90 ? jitter : 0 })
+            m.microphone(from: t0, until: t0 + 4 * s, chunk: 480, latency: 25 * ms)
+            m.request(.pause, at: t0 + 1010 * ms)
+            m.request(.resume, at: t0 + 2001 * ms)
+            m.request(.stop, at: t0 + 2975 * ms)   // frame 90 (3 s, give or take the jitter) is the first after it
+            m.run(until: t0 + 10 * s)
+            let label = "stop frame \(jitter / ms) ms off its grid time"
+            XCTAssertEqual(m.ending, .complete, label)
+            // 60 frames in slots 0..<60: the video ends at 2 s, sample 96000.
+            XCTAssertEqual(m.videoCaptured, frames(0..<31) + frames(61..<90), label)
+            XCTAssertEqual(m.videoPTS.last, 59 * 3000, label)
+            XCTAssertEqual(m.audio, [Run(from: 0, count: 49600), Run(from: 97600, count: 46400)], label)
+            XCTAssertEqual(m.audioTotal, 96000, label)
+        }
     }
 
     /// Each take begins on its first frame given to the encoder, at that frame's pts: take 1 at
@@ -578,10 +602,17 @@ final class SessionMachineTests: XCTestCase {
             }
             let sample = { (n: Int64) in af.sampleIndex(at: vf.frameTime(n)) }
             let expectedFrames = bounds.flatMap { frames($0.0..<$0.1, fps: fps) }
-            let total = bounds.reduce(Int64(0)) { $0 + sample($1.1) - sample($1.0) }
+            // Audio to the cuts' samples, but the stop's where the video ends: after its last
+            // frame's slot (when the last take kept a frame).
+            var ends = bounds.map { sample($0.1) }
+            if let (b, e) = bounds.last, e > b {
+                let before = zip(bounds.dropLast(), ends).reduce(Int64(0)) { $0 + $1.1 - sample($1.0.0) }
+                ends[ends.count - 1] = sample(b) + af.sampleIndex(at: vf.frameTime(Int64(expectedFrames.count))) - before
+            }
+            let total = zip(bounds, ends).reduce(Int64(0)) { $0 + $1.1 - sample($1.0.0) }
             var expectedAudio: [Run] = []
-            for (b, e) in bounds {
-                let lo = sample(b), hi = min(sample(e), m.microphoneDelivered)
+            for ((b, _), end) in zip(bounds, ends) {
+                let lo = sample(b), hi = min(end, m.microphoneDelivered)
                 guard hi > lo else { continue }
                 if let l = expectedAudio.last, l.from! + l.count == lo { expectedAudio[expectedAudio.count - 1].count += hi - lo }
                 else { expectedAudio.append(Run(from: lo, count: hi - lo)) }

@@ -46,6 +46,36 @@ final class TimelineTests: XCTestCase {
         return (video, audio, tl)
     }
 
+    /// `endAudio` moves a stop's audio end, and only within what is still open: not before the
+    /// samples already kept, not past the cap, not after a stop while paused.
+    func testEndAudioMovesOnlyAStopsUndecidedEnd() {
+        let af = AudioFormat(sampleRate: 48000, channels: 1)
+        func take(stopAt: Nanos, paused: Bool = false, cap: Nanos? = nil, to end: Nanos) -> (Nanos?, Int64) {
+            var tl = Timeline(start: 0, hasVideo: true, audio: af, maxDuration: cap)
+            _ = tl.video(at: 0)
+            tl.audioArrived(count: 96000, captureTime: 0)   // 2 s, all there before the stop resolves
+            if paused { try! tl.request(.pause, at: stopAt); _ = tl.video(at: stopAt) }
+            try! tl.request(.stop, at: stopAt)
+            while tl.nextAudioAction() != nil {}             // up to the stop's request instant
+            _ = tl.video(at: stopAt + 20 * ms)               // resolves it
+            let output = tl.endOutput
+            tl.endAudio(atOutput: end)
+            while tl.nextAudioAction() != nil {}
+            return (output, tl.audioOutput)
+        }
+        // The stop frame (1.02 s) resolved it; the video's grid ends at 1.0333 s.
+        XCTAssertEqual(take(stopAt: 1000 * ms, to: 1_033_333_333).0, 1020 * ms)
+        XCTAssertEqual(take(stopAt: 1000 * ms, to: 1_033_333_333).1, 49600)
+        XCTAssertEqual(take(stopAt: 1000 * ms, to: 1010 * ms).1, 48480)
+        // Up to the request (1 s) was kept already: no earlier.
+        XCTAssertEqual(take(stopAt: 1000 * ms, to: 900 * ms).1, 48000)
+        // Not past the cap.
+        XCTAssertEqual(take(stopAt: 1000 * ms, cap: 1025 * ms, to: 1_033_333_333).1, 49200)
+        // A stop while paused: the pause ended the take (at 1 s); nothing moves.
+        XCTAssertNil(take(stopAt: 1000 * ms, paused: true, to: 1_033_333_333).0)
+        XCTAssertEqual(take(stopAt: 1000 * ms, paused: true, to: 1_033_333_333).1, 48000)
+    }
+
     func testThreeSegmentsAt30fps48k() {
         let r = run(fps: Rational(30), rate: 48000,
                     requests: [(2000 * ms, .pause), (3000 * ms, .resume), (4500 * ms, .pause), (6000 * ms, .resume), (7000 * ms, .stop)],

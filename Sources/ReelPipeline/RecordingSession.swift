@@ -538,6 +538,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             }
         }
         takeHistory = takeHistory.filter { $0.key < rb.take }
+        // The next take gets the removed one's number: it is announced kept when it closes.
+        takesKept = min(takesKept, rb.take - 1)
         logger.info("undo of take \(rb.take): \(rb.framesRemoved) frames and \(rb.samplesRemoved) samples removed in \((SystemClock.now() - started) / 1_000_000) ms (\(partPath))")
     }
 

@@ -185,6 +185,33 @@ def test_undo_gives_time_back_to_the_cap_and_undo_then_stop(reeld):
     assert abs(rep["segments"][0]["last_ms"] / 1000 - (pause.mid - start.mid)) < 2 / fps + pause.half + start.half, rv.format_report(rep)
 
 
+def test_a_retake_is_announced_kept_again(reeld):
+    """The booth's retake: take 1 kept (paused: a `take_kept` event), undone, then recorded again
+    under the same number. The new take 1 gets its own `take_kept` when it closes (it once got
+    none: the event for number 1 counted as sent), and the file holds it alone."""
+    from test_liveview import Lines
+    from test_takes import events_of
+    r = reeld("retake", size="320x180", fps=15)
+    ev = Lines(r, "events")
+    ev.wait(lambda ls: ls, what="the subscribed reply")
+    start = r.ctl("start", "--name", "retake")
+    sleep_until(start.mid + 1.0)
+    r.ctl("pause")
+    ev.wait(lambda _: events_of(ev, "take_kept"), what="take 1's take_kept")
+    r.ctl("undo")
+    sleep_until(start.mid + 1.5)
+    r.ctl("resume", "--label", "again")
+    sleep_until(start.mid + 2.5)
+    r.ctl("pause")
+    ev.wait(lambda _: len(events_of(ev, "take_kept")) == 2, what="the retake's take_kept")
+    final = check_final_file(r, "retake", r.ctl("stop"))
+    kept = [(e["take"], e["title"]) for e in events_of(ev, "take_kept")]
+    undone = [(e["take"], e["title"]) for e in events_of(ev, "take_undone")]
+    assert kept == [(1, "Take 1"), (1, "again")] and undone == [(1, "Take 1")], (kept, undone)
+    assert [c["tags"]["title"] for c in chapters(final)] == ["again"]
+    ev.kill()
+
+
 # One track only: take 1 kept, "two" undone while recording, "three" kept to the stop.
 SOLO_PLAN = [(1.5, "pause", None), (2.0, "resume", "two"), (3.0, "undo", None), (3.5, "resume", "three")]
 SOLO_STOP = 5.4

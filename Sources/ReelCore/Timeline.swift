@@ -508,7 +508,7 @@ public struct Timeline: Sendable {
         fmt.sampleIndex(at: origin! - anchor)
     }
 
-    /// The cut that closes the last segment: the stop, or the pause a stop-while-paused marked.
+    /// The cut that closes the last segment: the stop, or the pause a stop while paused follows.
     /// (Cuts alternate keep/drop, and a stop while paused adds no cut.)
     private var finalCut: Cut { cuts[cuts.count - 1] }
 

@@ -22,9 +22,19 @@ public struct FrameSlots: Sendable {
 
     /// The slot for a frame at output time `out` (ns), or nil: drop it, its slot is taken.
     public mutating func place(_ out: Nanos) -> Int64? {
-        let slot = rescale(out, fps.num, nanosPerSecond * fps.den)
+        let slot = nearest(out)
         if let lastSlot, slot <= lastSlot { collisions += 1; return nil }
         lastSlot = slot
         return slot
     }
+
+    /// Where the output ends (ns) when a frame at output time `out` closes it (a stop's frame,
+    /// not placed): the start of the slot it would take, or of the one after the last frame's
+    /// when its own is taken. nil before any frame was placed.
+    public func end(closedAt out: Nanos) -> Nanos? {
+        guard let lastSlot else { return nil }
+        return rescale(max(lastSlot + 1, nearest(out)), nanosPerSecond * fps.den, fps.num)
+    }
+
+    private func nearest(_ out: Nanos) -> Int64 { rescale(out, fps.num, nanosPerSecond * fps.den) }
 }

@@ -318,10 +318,9 @@ public struct SessionMachine: Sendable {
     /// frame came 20 ms after the one before at 30 fps). At the frame's own capture time the
     /// audio would end up to a frame and a half before the video.
     private mutating func endOnTheGrid() {
-        guard let fps = configuration.videoFPS, let out = timeline.endOutput, let last = slots?.lastSlot,
+        guard let out = timeline.endOutput, let end = slots?.end(closedAt: out),
               let take = timeline.takes.last, takeMarks.last?.take == take.number else { return }
-        let slot = max(last + 1, rescale(out, fps.num, nanosPerSecond * fps.den))
-        timeline.endAudio(atOutput: rescale(slot, nanosPerSecond * fps.den, fps.num))
+        timeline.endAudio(atOutput: end)
     }
 
     /// Counts an encoded frame in its take, remembering at its first what an undo restores.

@@ -190,6 +190,7 @@ extension StatusInfo: OrderedJSON {
             o.array(takes) { a, t in t.write(to: &a) }
             o.field("remainingNs", remainingNs)
             o.field("standby", standby)
+            o.field("originNs", originNs)
         }
     }
 }

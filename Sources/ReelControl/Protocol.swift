@@ -177,6 +177,9 @@ public struct StatusInfo: Codable, Sendable, Equatable {
     public var remainingNs: Nanos?
     /// Standby (warm devices): nil when off, else "opening", "warm" or "failed" (`lastError` says why).
     public var standby: String?
+    /// The capture instant of the file's time 0 (CLOCK_MONOTONIC ns on reeld's host): its first
+    /// frame's, or without video the start instant; nil while idle or until that frame comes.
+    public var originNs: Nanos?
 
     public init(state: RecorderState, file: String?, segments: [SegmentInfo], recordedNs: Nanos,
                 frames: Int64, droppedFrames: Int64, audioSamples: Int64, lastFile: String?,
@@ -198,7 +201,7 @@ public struct StatusInfo: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case state, file, segments, recordedNs, frames, droppedFrames, audioSamples, audioFilledSamples, lastFile, lastError, video, audio, uptimeNs
-        case audioPeakDbfs, bytesWritten, freeBytes, takes, remainingNs, standby
+        case audioPeakDbfs, bytesWritten, freeBytes, takes, remainingNs, standby, originNs
     }
 
     // Written by hand so that a reply from an older reeld without `audioFilledSamples` decodes (as 0).
@@ -225,6 +228,7 @@ public struct StatusInfo: Codable, Sendable, Equatable {
         takes = try c.decodeIfPresent([TakeInfo].self, forKey: .takes) ?? []
         remainingNs = try c.decodeIfPresent(Nanos.self, forKey: .remainingNs)
         standby = try c.decodeIfPresent(String.self, forKey: .standby)  // added with standby
+        originNs = try c.decodeIfPresent(Nanos.self, forKey: .originNs)
     }
 
     // Written by hand so that absent values appear as `null` (the synthesized one omits them).
@@ -249,6 +253,7 @@ public struct StatusInfo: Codable, Sendable, Equatable {
         try c.encode(takes, forKey: .takes)
         try c.encode(remainingNs, forKey: .remainingNs)
         try c.encode(standby, forKey: .standby)
+        try c.encode(originNs, forKey: .originNs)
     }
 }
 

@@ -196,6 +196,9 @@ public struct SessionMachine: Sendable {
         /// Output time left before the cap (nil: no cap); true once the cap stopped the recording.
         public var remaining: Nanos? = nil
         public var capReached = false
+        /// The capture instant of the output's time 0: its first frame's (without video, the start
+        /// instant); after every take was undone, the next take's. nil until it is captured.
+        public var origin: Nanos? = nil
     }
 
     public let configuration: Configuration
@@ -468,6 +471,7 @@ public struct SessionMachine: Sendable {
                         droppedFrames: Int64(timeline.videoNonMonotonic) + Int64(slots?.collisions ?? 0),
                         audioSamples: timeline.audioOutput, audioFilledSamples: audioFilled,
                         timestampFixes: ptsFixes + timeline.videoOutputFixes, sourceError: sourceFailure,
-                        takes: timeline.takes, remaining: timeline.remaining, capReached: timeline.capReached)
+                        takes: timeline.takes, remaining: timeline.remaining, capReached: timeline.capReached,
+                        origin: timeline.startInstant)
     }
 }

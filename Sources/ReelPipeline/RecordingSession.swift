@@ -123,6 +123,8 @@ public struct SessionSnapshot: Sendable {
     /// Output time left before the length cap (nil: no cap); true once the cap stopped the recording.
     public var remaining: Nanos?
     public var capReached = false
+    /// The capture instant (CLOCK_MONOTONIC ns) of the file's time 0 (`SessionMachine.Progress.origin`).
+    public var origin: Nanos?
 
     public init() {}
 }
@@ -702,6 +704,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         s.takes = p.takes
         s.remaining = p.remaining
         s.capReached = p.capReached
+        s.origin = p.origin
         monitor.withLock { snapshotValue = s }
         // Takes closed since the last snapshot (published on every request and at the end).
         for t in p.takes where t.number > takesKept && t.duration != nil {

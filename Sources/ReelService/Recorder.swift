@@ -614,6 +614,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         info.takes = snap.takes.map(TakeInfo.init)
         info.standby = standby.status.word
         info.remainingNs = snap.remaining
+        info.originNs = snap.origin
         if current != nil {
             info.audioPeakDbfs = snap.audioPeak.map(Self.dbfs)
             info.bytesWritten = snap.bytesWritten

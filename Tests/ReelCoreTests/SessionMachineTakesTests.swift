@@ -82,6 +82,21 @@ final class SessionMachineTakesTests: XCTestCase {
         XCTAssertLessThan(m.end, t0 + 1600 * ms)
     }
 
+    /// Every take undone, the file's time 0 is the next take's first frame: the origin moves there.
+    func testTheOriginMovesToTheFirstKeptTakeAfterEveryTakeWasUndone() {
+        var m = ManualSession(start: t0)
+        m.camera(from: t0, until: t0 + 3 * s, latency: 15 * ms)
+        m.microphone(from: t0, until: t0 + 3 * s, chunk: 480, latency: 25 * ms)
+        m.undo(at: t0 + 1 * s)
+        m.request(.resume, at: t0 + 1490 * ms)   // frame 45 (1.5 s) is the first after it
+        m.request(.stop, at: t0 + 2 * s)
+        m.run(until: t0 + 10 * s)
+        XCTAssertEqual(m.ending, .complete)
+        XCTAssertEqual(m.videoCaptured.first, frames(45..<46).first)
+        XCTAssertEqual(m.videoPTS.first, 0)
+        XCTAssertEqual(m.finalProgress?.origin, frames(45..<46).first)
+    }
+
     func testTheLengthCapStopsTheRecordingAndSaysSo() {
         var m = ManualSession(start: t0, maxDuration: 1500 * ms)
         m.camera(from: t0, until: t0 + 5 * s, latency: 15 * ms)

@@ -305,6 +305,21 @@ final class SessionMachineTests: XCTestCase {
         }
     }
 
+    /// The output's origin (status `originNs`) is the capture instant of the first frame recorded:
+    /// warm sources deliver frames from before the start instant, and those are not recorded.
+    func testTheOriginIsTheFirstRecordedFramesCaptureInstant() {
+        var m = ManualSession(start: t0 + 40 * ms)
+        m.camera(from: t0, until: t0 + 2 * s, latency: 15 * ms)
+        m.microphone(from: t0, until: t0 + 2 * s, chunk: 480, latency: 25 * ms)
+        m.request(.stop, at: t0 + 1 * s)
+        XCTAssertNil(m.machine.progress.origin, "no frame yet")
+        m.run(until: t0 + 10 * s)
+        XCTAssertEqual(m.ending, .complete)
+        // Frames 0 and 1 (0 and 33.3 ms) came before the start instant; frame 2 (66.7 ms) is the first.
+        XCTAssertEqual(m.videoCaptured.first, frames(2..<3).first)
+        XCTAssertEqual(m.finalProgress?.origin, frames(2..<3).first)
+    }
+
     /// Each take begins on its first frame given to the encoder, at that frame's pts: take 1 at
     /// 0, a resume's take at the first frame at or after it. A take that kept no frame (paused
     /// again before its first frame) has no start, and the next keeps its own number.

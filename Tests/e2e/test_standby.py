@@ -85,6 +85,7 @@ def test_standby_starts_on_the_next_frame_and_snapshots_show_the_current_one(ree
     assert sa <= start_ns <= sb, (sa, start_ns, sb)
     time.sleep(1.0)
     rec, n_rec, ra, rb = snapshot(r, tmp_path / "recording.jpg")
+    origin = r.status()["originNs"]
     r.ctl("pause")
     time.sleep(0.5)
     paused, n_paused, pa, pb = snapshot(r, tmp_path / "paused.jpg", "--width", "160")
@@ -106,6 +107,8 @@ def test_standby_starts_on_the_next_frame_and_snapshots_show_the_current_one(ree
     assert 0 <= latency <= FRAME_NS + 5_000_000, (latency, frames[:5])
     assert captured - FRAME_NS < start_ns
     assert sa <= captured <= sb + FRAME_NS + 5_000_000
+    # status's originNs is that first frame's capture instant (to the ns T0's estimate rounds to).
+    assert abs(origin - captured) <= 2, (origin, captured)
     # The snapshot while recording is the frame being recorded then: within two frames of the
     # request, and in the file.
     cap = t0 + n_rec * 10**9 // FPS
@@ -144,6 +147,7 @@ def test_snapshot_without_standby(reeld, tmp_path):
     time.sleep(0.8)
     rec, n_rec, ra, rb = snapshot(r, tmp_path / "rec.jpg")
     t0 = rec["capturedNs"] - n_rec * 10**9 // FPS
+    origin = r.status()["originNs"]
     c = r.ctl("snapshot", "--width", "100000", expect_ok=False)
     assert c.rc == 1 and "bad \"width\": 100000 is out of range 16 to 320" in c.err, c
     c = r.ctl("snapshot", "--width", "8", expect_ok=False)
@@ -154,6 +158,7 @@ def test_snapshot_without_standby(reeld, tmp_path):
     assert n_rec in frames
     # Without standby the sources start after the request (the synthetic T0 is when they opened).
     assert t0 >= start_ns and frames[0] <= 1, (t0 - start_ns, frames[:3])
+    assert abs(origin - (t0 + frames[0] * 10**9 // FPS)) <= 2, (origin, t0, frames[:3])
     assert ra - 2 * FRAME_NS <= t0 + n_rec * 10**9 // FPS <= rb + 2 * FRAME_NS
     # Scaled: the strip still reads.
     small, n_small, _, _ = snapshot(r, tmp_path / "small.jpg", "--width", "160")

@@ -25,6 +25,7 @@ t0=$(awk '$1 == "start" {print $3}' "$OUT/times.txt")
 reelctl controls --json > "$OUT/controls-recording.json"
 # A snapshot while recording without standby: the host finds its frame in the file (start latency).
 reelctl snapshot -o "$OUT/cold-rec.jpg" --json > "$OUT/cold-rec.json"
+reelctl status --json > "$OUT/cold-rec-status.json"  # originNs: the first frame's capture instant
 sleep_until "$(at "$t0" "$PHASE")"
 timed bright set brightness=160
 sleep_until "$(at "$t0" "$((PHASE * 2))")"
@@ -71,6 +72,7 @@ reelctl snapshot -o "$OUT/sb-idle.jpg" --json > "$OUT/sb-idle.json"
 reelctl start --name standby --json | grep '^{' > "$OUT/sb-start.json"
 sleep 2
 reelctl snapshot -o "$OUT/sb-rec.jpg" --json > "$OUT/sb-rec.json"
+reelctl status --json > "$OUT/sb-rec-status.json"  # originNs: the first frame's capture instant
 sleep 1
 reelctl stop > /dev/null
 wait_standby warm 10
@@ -89,6 +91,7 @@ wait_standby warm 30
 reelctl start --name replugged --json | grep '^{' > "$OUT/sb-start2.json"
 sleep 2
 reelctl snapshot -o "$OUT/sb-rec2.jpg" --json > "$OUT/sb-rec2.json"
+reelctl status --json > "$OUT/sb-rec2-status.json"  # originNs: the first frame's capture instant
 sleep 1
 reelctl stop > /dev/null
 reelctl status --json > "$OUT/sb-status-end.json"

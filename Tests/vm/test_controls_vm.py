@@ -119,11 +119,16 @@ def test_recording_shows_each_change_and_is_unharmed(run):
     assert abs(s["reset"]["chroma"] - s["bright"]["chroma"]) < 0.25 * s["bright"]["chroma"], s
     # contrast 128 -> 40: the bars' luma spread shrinks to about a third.
     assert s["flat"]["luma_spread"] < 0.5 * s["desat"]["luma_spread"], s
-    # Unharmed: one segment, no error, frames about every 1/FPS s through every set.
+    # Unharmed: one segment, no error, frames about every 1/FPS s through every set. Each empty
+    # slot in the file is a frame reeld reports dropped (vivid's thread skips frames when the
+    # guest runs it late: once 4 frames in a row during the saturation=0 set, a 0.5 s gap), and
+    # no gap reaches the 1 s at which reeld would treat the camera as stalled.
     status = json.loads(run.text("stop.json"))
     assert status["lastError"] is None and len(status["segments"]) == 1, status
     gaps = np.diff(pts)
-    assert gaps.max() < 0.5, gaps.max()
+    missing = sum(round(g * FPS) - 1 for g in gaps)
+    assert missing <= status["droppedFrames"], (missing, status["droppedFrames"], gaps[gaps > 1.5 / FPS])
+    assert gaps.max() < 1.0, gaps.max()
     assert len(pts) >= 0.8 * FPS * pts[-1], (len(pts), pts[-1])
 
 
@@ -160,7 +165,7 @@ def find_frame(jpeg_path, path):
     return int(order[0]), pts, y
 
 
-def start_latency(res, jpeg, info, status, start, mp4):
+def start_latency(res, snap, start, mp4):
     """When the first recorded frame was captured, after the start reached reeld (`startNs`):
     reeld's own account, `originNs` in status (the capture instant of the file's time 0), checked
     against the file. The snapshot's frame, found in the file, was captured at `capturedNs`, its pts
@@ -168,11 +173,11 @@ def start_latency(res, jpeg, info, status, start, mp4):
     `originNs`, not to the ms: frames sit on the frame grid, and Debian 12's vivid (6.1) stamps a
     frame when its thread runs, so under TCG a stamp runs a few ms late (one once put the first
     frame 3.7 ms before the start by the pts alone)."""
-    snap = json.loads(res.text(info))
+    captured = json.loads(res.text(f"{snap}.json"))["capturedNs"]
     start_ns = json.loads(res.text(start))["startNs"]
-    origin = json.loads(res.text(status))["originNs"]
-    i, pts, _ = find_frame(res.path(jpeg), res.path(mp4))
-    by_pts = snap["capturedNs"] - round((pts[i] - pts[0]) * 1e9)
+    origin = json.loads(res.text(f"{snap}-status.json"))["originNs"]
+    i, pts, _ = find_frame(res.path(f"{snap}.jpg"), res.path(mp4))
+    by_pts = captured - round((pts[i] - pts[0]) * 1e9)
     print(f"{mp4}: first frame captured {(origin - start_ns) / 1e6:.1f} ms after the start (originNs); "
           f"by the snapshot's frame and the pts {(by_pts - start_ns) / 1e6:.1f} ms")
     assert abs(by_pts - origin) < FRAME_NS // 2, (by_pts, origin, i)
@@ -191,9 +196,9 @@ def camera_losses(log, mp4):
 
 
 def test_standby_start_latency_on_vivid(run):
-    warm = [start_latency(run, "sb-rec.jpg", "sb-rec.json", "sb-rec-status.json", "sb-start.json", "standby.mp4"),
-            start_latency(run, "sb-rec2.jpg", "sb-rec2.json", "sb-rec2-status.json", "sb-start2.json", "replugged.mp4")]
-    cold = start_latency(run, "cold-rec.jpg", "cold-rec.json", "cold-rec-status.json", "start-cold.json", "controls.mp4")
+    warm = [start_latency(run, "sb-rec", "sb-rec-start.json", "standby.mp4"),
+            start_latency(run, "sb-rec2", "sb-rec2-start.json", "replugged.mp4")]
+    cold = start_latency(run, "cold-rec", "start-cold.json", "controls.mp4")
     log = run.text("reeld.log")
     lost = [camera_losses(log, "standby.mp4"), camera_losses(log, "replugged.mp4")]
     print(f"start latency on vivid (320x180 at {FPS} fps): standby {[round(w / 1e6, 1) for w in warm]} ms, "

@@ -65,16 +65,21 @@ wait_standby() {
         sleep 0.1
     done
 }
+# A 3 s recording from warm devices, named $1: its start reply, a snapshot 2 s in and status then
+# (originNs: the first frame's capture instant), as $2-start.json, $2.jpg/.json, $2-status.json.
+record_warm() {
+    reelctl start --name "$1" --json | grep '^{' > "$OUT/$2-start.json"
+    sleep 2
+    reelctl snapshot -o "$OUT/$2.jpg" --json > "$OUT/$2.json"
+    reelctl status --json > "$OUT/$2-status.json"
+    sleep 1
+    reelctl stop > /dev/null
+}
 reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size 320x180 --fps 10 --pixel-format yuyv --preset $PRESET --standby true
 wait_standby warm 30
 reelctl status --json > "$OUT/sb-status-idle.json"
 reelctl snapshot -o "$OUT/sb-idle.jpg" --json > "$OUT/sb-idle.json"
-reelctl start --name standby --json | grep '^{' > "$OUT/sb-start.json"
-sleep 2
-reelctl snapshot -o "$OUT/sb-rec.jpg" --json > "$OUT/sb-rec.json"
-reelctl status --json > "$OUT/sb-rec-status.json"  # originNs: the first frame's capture instant
-sleep 1
-reelctl stop > /dev/null
+record_warm standby sb-rec
 wait_standby warm 10
 _drv=/sys/bus/platform/drivers/vivid
 _dev=$(basename "$(ls -d $_drv/vivid* | head -1)")
@@ -88,12 +93,7 @@ log "plugging $CAM back: bind $_dev"
 echo "$_dev" > $_drv/bind
 wait_for $CAM 10
 wait_standby warm 30
-reelctl start --name replugged --json | grep '^{' > "$OUT/sb-start2.json"
-sleep 2
-reelctl snapshot -o "$OUT/sb-rec2.jpg" --json > "$OUT/sb-rec2.json"
-reelctl status --json > "$OUT/sb-rec2-status.json"  # originNs: the first frame's capture instant
-sleep 1
-reelctl stop > /dev/null
+record_warm replugged sb-rec2
 reelctl status --json > "$OUT/sb-status-end.json"
 reeld_stop
 collect

@@ -153,13 +153,16 @@ extension V4L2Device {
         let (e, index) = setAll(&list, request: creel_vidioc_s_ext_ctrls())
         if e != 0 {
             // error_idx == count: the driver refused while validating, before setting any; find
-            // which one by trying each alone (VIDIOC_TRY_EXT_CTRLS changes nothing).
+            // which one by trying each alone (VIDIOC_TRY_EXT_CTRLS changes nothing). A try does
+            // not check what only a set does, a grabbed control (EBUSY): then the grabbed one;
+            // and a control set alone is the one refused.
             var culprit = index < chosen.count ? index : nil
             if culprit == nil {
                 culprit = chosen.indices.first { i in
                     var one = [list[i]]
                     return setAll(&one, request: creel_vidioc_try_ext_ctrls()).0 != 0
-                }
+                } ?? (e == EBUSY ? chosen.indices.first { chosen[$0].info.flags.contains("grabbed") } : nil)
+                    ?? (chosen.count == 1 ? 0 : nil)
             }
             let who = culprit.map { chosen[$0] }
             let what = who.map { "\(Self.at($0.a))cannot set \($0.info.name)=\($0.a.input)" }
@@ -177,7 +180,10 @@ extension V4L2Device {
 
     private static func refusalHint(_ e: Int32, _ info: CameraControlInfo?) -> String {
         switch e {
-        case EBUSY: return " (the control is locked while the camera streams, or another program holds it: stop the recording and set it while idle)"
+        case EBUSY: return info?.flags.contains("grabbed") == true
+            // With standby the camera streams while idle too: the config is applied at the open, before it streams.
+            ? " (the camera locks it while it streams: put it in [camera.controls] of reeld's config, which is applied when the camera opens, before it streams; without standby a 'reelctl set' while idle works too)"
+            : " (another program holds it, or the camera locks it while it streams)"
         case EACCES: return info?.flags.contains("inactive") == true
             ? " (it is inactive: an automatic mode decides it now; turn that off first, e.g. in the same 'reelctl set')"
             : " (the driver does not allow writing it now)"

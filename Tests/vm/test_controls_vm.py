@@ -74,6 +74,16 @@ def test_errors_name_the_control_and_its_range(run):
     assert st["state"] == "idle" and "brightnes" in (st["lastError"] or ""), st
 
 
+def test_the_drivers_refusal_names_the_control_and_what_to_do(run):
+    """vivid grabs enable_capture_cropping while it streams: the driver itself refuses the set
+    (EBUSY), and the error says where such a control can be set instead."""
+    assert run.text("busy.rc").strip() == "1"
+    err = run.text("busy.err").strip()
+    assert err.startswith("reelctl: cannot set enable_capture_cropping=0 on camera /dev/video0 (vivid): the driver refused it "
+                          "(VIDIOC_S_EXT_CTRLS: device busy); none was set"), err
+    assert "the camera locks it while it streams: put it in [camera.controls] of reeld's config" in err, err
+
+
 def decode(path):
     """(pts seconds, Y, U, V) of every frame, decoded by FFmpeg with -xerror (a damaged stream fails)."""
     probe = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "frame=pts_time",

@@ -35,7 +35,9 @@ timed flat set contrast=40
 # Refused while recording: the recording must go on untouched.
 _rc=0; reelctl set brightness=999 2> "$OUT/range.err" || _rc=$?; echo $_rc > "$OUT/range.rc"
 _rc=0; reelctl set brightnes=1 2> "$OUT/unknown.err" || _rc=$?; echo $_rc > "$OUT/unknown.rc"
-cat "$OUT/range.err" "$OUT/unknown.err"
+# The driver's own refusal: vivid grabs enable_capture_cropping while it streams (EBUSY).
+_rc=0; reelctl set enable_capture_cropping=0 2> "$OUT/busy.err" || _rc=$?; echo $_rc > "$OUT/busy.rc"
+cat "$OUT/range.err" "$OUT/unknown.err" "$OUT/busy.err"
 sleep_until "$(at "$t0" "$((PHASE * 4))")"
 timed reset set brightness=128 contrast=128 saturation=128 hue=0
 sleep_until "$(at "$t0" "$((PHASE * 5))")"

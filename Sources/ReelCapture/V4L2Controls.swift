@@ -80,7 +80,7 @@ extension V4L2Device {
             }
         }
         if type != .button, flags & UInt32(V4L2_CTRL_FLAG_WRITE_ONLY) == 0 {
-            if type == .string { info.text = readText(id: id, maxLength: max) } else { info.value = try? read(id: id, wide: type == .int64).get() }
+            if type == .string { info.text = readText(id: id, maxLength: max) } else { info.value = try? read(id: id, type: type).get() }
         }
         return info
     }
@@ -107,8 +107,9 @@ extension V4L2Device {
         return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// One control's current value (VIDIOC_G_EXT_CTRLS), or the errno.
-    func read(id: UInt32, wide: Bool) -> Result<Int64, SystemError> {
+    /// One control's current value (VIDIOC_G_EXT_CTRLS), or the errno. A bitmask is a u32 (as
+    /// its max and default are given), not a negative number when its top bit is set.
+    func read(id: UInt32, type: CameraControlType) -> Result<Int64, SystemError> {
         var c = v4l2_ext_control()
         c.id = id
         var cs = v4l2_ext_controls()
@@ -120,7 +121,11 @@ extension V4L2Device {
             return ioctl(creel_vidioc_g_ext_ctrls(), &cs)
         }
         guard e == 0 else { return .failure(SystemError(call: "VIDIOC_G_EXT_CTRLS", errno: e)) }
-        return .success(wide ? c.value64 : Int64(c.value))
+        switch type {
+        case .int64: return .success(c.value64)
+        case .bitmask: return .success(Int64(UInt32(bitPattern: c.value)))
+        default: return .success(Int64(c.value))
+        }
     }
 
     /// Sets `assignments` in one VIDIOC_S_EXT_CTRLS (later ones win over earlier ones of the same

@@ -48,6 +48,9 @@ def test_lists_vivids_controls_with_their_ranges(run):
     types = {c["type"] for c in idle.values()}
     assert {"int", "bool", "menu", "intmenu", "button", "bitmask", "int64", "string"} <= types, types
     assert all(isinstance(c["text"], str) for c in idle.values() if c["type"] == "string"), idle
+    # A bitmask is a u32: vivid's default 0x80002000 reads back as it, not as a negative number.
+    mask = idle["bitmask"]
+    assert mask["value"] == mask["default"] == 0x80002000 and mask["max"] == 0x80402010, mask
     assert idle["test_pattern"]["menu"][0]["name"] == "75% Colorbar", idle["test_pattern"]
     text = run.text("controls-idle.txt")
     assert "                     brightness 0x00980900 (int)    : min=0 max=255 step=1 default=128 value=100" in text, text

@@ -178,7 +178,8 @@ public struct StatusInfo: Codable, Sendable, Equatable {
     /// Standby (warm devices): nil when off, else "opening", "warm" or "failed" (`lastError` says why).
     public var standby: String?
     /// The capture instant of the file's time 0 (CLOCK_MONOTONIC ns on reeld's host): its first
-    /// frame's, or without video the start instant; nil while idle or until that frame comes.
+    /// frame's; without video, the instant its audio is cut from (with standby the start request's,
+    /// else when the devices started). nil while idle or until that frame comes.
     public var originNs: Nanos?
 
     public init(state: RecorderState, file: String?, segments: [SegmentInfo], recordedNs: Nanos,

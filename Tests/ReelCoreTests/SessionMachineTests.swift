@@ -360,6 +360,7 @@ final class SessionMachineTests: XCTestCase {
         XCTAssertEqual(m.audio, [Run(from: 0, count: 48000), Run(from: 96000, count: 24000), Run(from: 144048, count: 23952)])
         XCTAssertEqual(m.takes, [Take(index: 1, label: nil, start: 0), Take(index: 2, label: "b", start: 48000),
                                  Take(index: 3, label: nil, start: 72000)])
+        XCTAssertEqual(m.finalProgress?.origin, t0, "without video the output starts at the start instant")
     }
 
     func testStatusIsPublishedAtOnceThenEveryTenthOfASecond() {

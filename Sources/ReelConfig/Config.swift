@@ -179,7 +179,11 @@ public enum SettingKey: String, CaseIterable, Sendable {
                 help: "H.264 profile: {values}.", doc: "H.264 profile: {values}.")
         case .audioBitrate:
             return SettingSpec(.encoding, .int(128_000), .range(8000...512_000, unit: " b/s"),
-                help: "AAC bitrate in b/s ({range}).", doc: "AAC bitrate in b/s ({range}).")
+                help: "AAC bitrate in b/s ({range}); above what AAC carries (6 x rate x channels: 96000 at 16 kHz mono) it is lowered to that.",
+                doc: """
+                AAC bitrate in b/s ({range}). Above what AAC carries (6 x rate x channels: 96000 at 16 kHz
+                mono) it is lowered to that.
+                """)
         case .metricsFile:
             return SettingSpec(.monitoring, .string(""), .check(Self.metricsPath), restartToApply: true,
                 serveOnly: true, help: "A file to rewrite once a second with reeld's metrics in the Prometheus text format, for node_exporter's textfile collector (e.g. /var/lib/node_exporter/textfile_collector/reel.prom); \"\" for none.",

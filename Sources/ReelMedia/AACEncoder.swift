@@ -10,6 +10,8 @@ public final class AACEncoder {
     public static let sampleRates = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350]
 
     public let format: AudioFormat
+    /// The bitrate asked for, lowered to what AAC can carry for `format` (`maxBitrate`).
+    public let bitrate: Int
     public let timeBase: Rational
     /// Samples per channel in one AAC frame (1024).
     public let frameSize: Int
@@ -27,6 +29,10 @@ public final class AACEncoder {
     private var samplesQueued: Int64 = 0  // samples per channel handed to the encoder so far
     private var flushed = false
 
+    /// The most AAC carries: 6144 bits per channel in a frame of 1024 samples (96000 b/s at 16 kHz
+    /// mono). libavcodec lowers a higher rate to it itself, with a warning on every open.
+    public static func maxBitrate(_ f: AudioFormat) -> Int { 6144 * f.channels * f.sampleRate / 1024 }
+
     public init(format: AudioFormat, settings: AACSettings) throws {
         let what = "cannot open AAC encoder"
         guard Self.sampleRates.contains(format.sampleRate) else {
@@ -42,11 +48,12 @@ public final class AACEncoder {
         c.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
         c.pointee.sample_rate = Int32(format.sampleRate)
         av_channel_layout_default(&c.pointee.ch_layout, Int32(format.channels))
-        c.pointee.bit_rate = Int64(settings.bitrate)
+        bitrate = min(settings.bitrate, Self.maxBitrate(format))
+        c.pointee.bit_rate = Int64(bitrate)
         c.pointee.time_base = AVRational(num: 1, den: Int32(format.sampleRate))
         c.pointee.profile = FF_PROFILE_AAC_LOW
         c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
-        try checkAV(avcodec_open2(c, codec, nil), "\(what) (\(format.sampleRate) Hz, \(format.channels) ch, \(settings.bitrate) b/s)")
+        try checkAV(avcodec_open2(c, codec, nil), "\(what) (\(format.sampleRate) Hz, \(format.channels) ch, \(bitrate) b/s)")
 
         var swrp: OpaquePointer? = nil
         var inLayout = AVChannelLayout()

@@ -254,6 +254,9 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         } else { converter = nil; h264 = nil }
         if let f = config.audioFormat {
             aac = try AACEncoder(format: f, settings: config.aac)
+            if aac!.bitrate < config.aac.bitrate {
+                logger.info("AAC at \(f.sampleRate) Hz, \(f.channels) channel(s) carries at most \(aac!.bitrate) b/s: audio_bitrate \(config.aac.bitrate) is lowered to it")
+            }
             // An undo re-encodes from one AAC frame before the packet holding the take's first
             // sample: at most two frames of context. Each take keeps a copy (a few KiB a take).
             history = AudioHistory(channels: f.channels, frames: 2 * aac!.frameSize)

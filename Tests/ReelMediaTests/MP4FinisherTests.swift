@@ -101,7 +101,7 @@ final class MP4FinisherTests: XCTestCase {
         let firstMoof = try topLevelBoxes(d).first { $0.type == "moof" }!.offset
         let path = tempPath("big.mp4")
         let hole: Int64 = 4_500_000_000
-        FileManager.default.createFile(atPath: path, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: nil), path)
         let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         try h.write(contentsOf: d.prefix(firstMoof))
         var free = Data([0, 0, 0, 1]) + Data("free".utf8)

@@ -173,7 +173,8 @@ extension V4L2Device {
             let what = who.map { "\(Self.at($0.a))cannot set \($0.info.name)=\($0.a.input)" }
                 ?? "cannot set \(chosen.map { "\($0.info.name)=\($0.a.input)" }.joined(separator: " "))"
             let applied = index < chosen.count && index > 0 ? "the \(index) before it may have been set" : "none was set"
-            let takes = who.map { "; \($0.info.name) takes \($0.info.rangeText)" } ?? ""
+            // What the control takes, when the driver refused the value (not when it was busy or locked).
+            let takes = e == ERANGE || e == EINVAL ? who.map { "; \($0.info.name) takes \($0.info.rangeText)" } ?? "" : ""
             throw CaptureError("\(what) on camera \(camera): the driver refused it (VIDIOC_S_EXT_CTRLS: \(Errno.text(e))); \(applied)\(takes)\(Self.refusalHint(e, who?.info))")
         }
         let after = queryControls()

@@ -166,7 +166,7 @@ extension V4L2Device {
                 culprit = chosen.indices.first { i in
                     var one = [list[i]]
                     return setAll(&one, request: creel_vidioc_try_ext_ctrls()).0 != 0
-                } ?? (e == EBUSY ? chosen.indices.first { chosen[$0].info.flags.contains("grabbed") } : nil)
+                } ?? (e == EBUSY ? chosen.indices.first { chosen[$0].info.isGrabbed } : nil)
                     ?? (chosen.count == 1 ? 0 : nil)
             }
             let who = culprit.map { chosen[$0] }
@@ -186,11 +186,11 @@ extension V4L2Device {
 
     private static func refusalHint(_ e: Int32, _ info: CameraControlInfo?) -> String {
         switch e {
-        case EBUSY: return info?.flags.contains("grabbed") == true
+        case EBUSY: return info?.isGrabbed == true
             // With standby the camera streams while idle too: the config is applied at the open, before it streams.
             ? " (the camera locks it while it streams: put it in [camera.controls] of reeld's config, which is applied when the camera opens, before it streams; without standby a 'reelctl set' while idle works too)"
             : " (another program holds it, or the camera locks it while it streams)"
-        case EACCES: return info?.flags.contains("inactive") == true
+        case EACCES: return info?.isInactive == true
             ? " (it is inactive: an automatic mode decides it now; turn that off first, e.g. in the same 'reelctl set')"
             : " (the driver does not allow writing it now)"
         case ERANGE, EINVAL: return " (see 'reelctl controls' for what it takes)"

@@ -49,6 +49,10 @@ public struct CameraControlInfo: Codable, Sendable, Equatable {
     }
 
     public var isReadOnly: Bool { flags.contains("read-only") }
+    /// Locked by the driver while the camera streams (a set is refused with EBUSY).
+    public var isGrabbed: Bool { flags.contains("grabbed") }
+    /// An automatic mode decides it now.
+    public var isInactive: Bool { flags.contains("inactive") }
 
     /// What values the control takes, for messages and `reelctl controls`:
     /// `0...255 (step 1)`, `true or false`, `one of: 0 "Disabled", 1 "50 Hz"`.

@@ -27,7 +27,7 @@ final class HostileConfigTests: XCTestCase {
     private func file(_ bytes: [UInt8]) -> String {
         fileCount += 1
         let path = "\(dir)/\(fileCount).toml"
-        FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(bytes)), path)
         return path
     }
     private func file(_ text: String) -> String { file(Array(text.utf8)) }

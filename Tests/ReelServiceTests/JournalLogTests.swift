@@ -122,7 +122,7 @@ final class JournalLogTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         XCTAssertFalse(JournalSend.reachable("\(dir)/socket"))
-        FileManager.default.createFile(atPath: "\(dir)/file", contents: Data())
+        XCTAssertTrue(FileManager.default.createFile(atPath: "\(dir)/file", contents: Data()))
         XCTAssertFalse(JournalSend.reachable("\(dir)/file"))
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(fd) }

@@ -1,7 +1,11 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
 #include <spawn.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "CGlibcShim.h"
@@ -17,3 +21,15 @@ int creel_spawn_closefrom(posix_spawn_file_actions_t *actions, int from) {
 }
 
 int creel_fix_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }
+
+int creel_name_this_thread(const char *name) {
+    char cut[16];
+    strncpy(cut, name, sizeof cut - 1);
+    cut[sizeof cut - 1] = 0;
+    return pthread_setname_np(pthread_self(), cut);
+}
+
+int creel_run_this_thread_when_idle(void) {
+    struct sched_param param = { .sched_priority = 0 };
+    return sched_setscheduler(0, SCHED_IDLE, &param) == 0 ? 0 : errno;
+}

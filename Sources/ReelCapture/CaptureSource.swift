@@ -63,14 +63,14 @@ open class CaptureThread: @unchecked Sendable {
     func countDrop() { monitor.withLock { dropCount += 1 } }
     func countDrops(_ n: Int64) { monitor.withLock { dropCount += n } }
 
-    func launch(_ body: @escaping @Sendable () -> Void) {
+    /// Starts the capture thread. `unpaced`: at idle priority (`NamedThread.Priority.idle`), as
+    /// nothing is lost when an unpaced source waits; a live one never is.
+    func launch(unpaced: Bool = false, _ body: @escaping @Sendable () -> Void) {
         monitor.withLock { done = false; stopping = false }
-        let t = Thread { [self] in
+        NamedThread.start(name, priority: unpaced ? .idle : .normal) { [self] in
             body()
             monitor.withLock { done = true; monitor.broadcast() }
         }
-        t.name = name
-        t.start()
     }
     /// What a synthetic or file source made of one item.
     enum Produced {

@@ -30,7 +30,7 @@ public final class FileVideoSource: CaptureThread, CaptureSource, @unchecked Sen
     }
 
     public func start(at t0: Nanos, sink: any MediaSink) {
-        launch { [self] in
+        launch(unpaced: !paced) { [self] in
             var n: Int64 = 0
             deliveryLoop(paced: paced, video: true, sink: sink,
                          timing: { let t = t0 + format.frameTime(n); return (t, t) },
@@ -72,7 +72,7 @@ public final class FileAudioSource: CaptureThread, CaptureSource, @unchecked Sen
     public var description: String { "wav:\(reader.path) \(format.sampleRate) Hz \(format.channels) ch\(paced ? "" : " unpaced")" }
 
     public func start(at t0: Nanos, sink: any MediaSink) {
-        launch { [self] in
+        launch(unpaced: !paced) { [self] in
             var m: Int64 = 0
             let chunk = format.sampleRate / 100
             deliveryLoop(paced: paced, video: false, sink: sink,

@@ -22,7 +22,7 @@ public final class TestVideoSource: CaptureThread, CaptureSource, @unchecked Sen
     }
 
     public func start(at t0: Nanos, sink: any MediaSink) {
-        launch { [self] in
+        launch(unpaced: !paced) { [self] in
             var n: Int64 = 0
             deliveryLoop(paced: paced, video: true, sink: sink,
                          timing: { let t = t0 + format.frameTime(n); return (t, t) },
@@ -54,7 +54,7 @@ public final class TestAudioSource: CaptureThread, CaptureSource, @unchecked Sen
     }
 
     public func start(at t0: Nanos, sink: any MediaSink) {
-        launch { [self] in
+        launch(unpaced: !paced) { [self] in
             var i: Int64 = 0
             // A chunk is delivered once its last sample has been captured. A dropped chunk is what a
             // live card's overrun looks like: the pipeline fills the gap with silence.

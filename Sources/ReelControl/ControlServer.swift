@@ -226,12 +226,10 @@ public final class ControlServer: Sendable {
         }
         if stopped { logger.warning("control server: start() after shutdown() ignored") }
         guard go else { return }
-        let thread = Thread { [self] in
+        NamedThread.start("reel-control-io") { [self] in
             IOLoop(server: self).run()
             ioThreadExited.signal()
         }
-        thread.name = "reel-control-io"
-        thread.start()
         logger.info("control socket ready", metadata: ["path": "\(ownedPath ?? "fd \(listenFD)")"])
     }
 

@@ -7,8 +7,8 @@ import Synchronization
 /// silence goes, and hands them over, in order, through an `AudioRing`; this thread runs
 /// `consume` on them (RecordingSession's: AAC-encode, write the packets to the locked
 /// `MP4Writer`). So AAC no longer runs in series with x264's frame submission on the pipeline
-/// thread: on a box whose cores x264 keeps busy only ~85 % of the time, the audio costs CPU
-/// but no longer wall time (docs/PERFORMANCE.md).
+/// thread. In an unpaced run it runs at idle priority, in the gaps x264's threads leave, rather
+/// than preempting them: there the audio costs CPU but almost no wall time (docs/PERFORMANCE.md).
 ///
 /// Rules:
 /// - `submit` waits while the ring is full: at most as long as this thread takes to encode a
@@ -30,6 +30,7 @@ final class AudioEncoderThread: @unchecked Sendable {
     let ring: AudioRing
     private let consume: @Sendable (UnsafeBufferPointer<Int16>) throws -> Void
     private let name: String
+    private let priority: NamedThread.Priority
     private let monitor = Monitor()
     // Under `monitor`.
     private var closing = false
@@ -40,19 +41,20 @@ final class AudioEncoderThread: @unchecked Sendable {
     /// Set (release) after `failure`: the pipeline's check each loop is one atomic load.
     private let failed = Atomic<Bool>(false)
 
+    /// `priority` `.idle`: an unpaced run's encoder, which may wait for CPU time x264 leaves
+    /// (`NamedThread`); a live recording's is `.normal`, so it keeps up under load.
     /// Unsafe pointer: `consume` is lent the ring's storage for the call only; it must not keep it.
-    init(channels: Int, capacityFrames: Int, name: String = "reel-aac",
+    init(channels: Int, capacityFrames: Int, name: String = "reel-aac", priority: NamedThread.Priority = .normal,
          consume: @escaping @Sendable (UnsafeBufferPointer<Int16>) throws -> Void) {
         ring = AudioRing(channels: channels, capacityFrames: capacityFrames)
         self.consume = consume
         self.name = name
+        self.priority = priority
     }
 
     func start() {
         monitor.withLock { started = true }
-        let thread = Thread { [self] in run() }
-        thread.name = name
-        thread.start()
+        NamedThread.start(name, priority: priority) { [self] in run() }
     }
 
     /// Pipeline thread: hands `frames` frames over (nil: silence), waiting while the ring is full.

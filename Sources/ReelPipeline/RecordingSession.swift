@@ -284,7 +284,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         if let f = config.audioFormat {
             // 2 s: far more than the AAC thread ever lags (it encodes ~100x faster than real time).
             // The session outlives the thread: finish() closes it.
-            aacThread = AudioEncoderThread(channels: f.channels, capacityFrames: f.sampleRate * 2) { [unowned self] in
+            aacThread = AudioEncoderThread(channels: f.channels, capacityFrames: f.sampleRate * 2,
+                                           priority: config.paced ? .normal : .idle) { [unowned self] in
                 try encodeAAC($0)
             }
         }
@@ -329,9 +330,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         }
         droppedBefore = live?.videoDropped ?? 0
         aacThread?.start()
-        let thread = Thread { [self] in run() }
-        thread.name = "reel-pipeline"
-        thread.start()
+        NamedThread.start("reel-pipeline") { [self] in run() }
         if let live {
             live.attach(self)
             live.start(at: t0)  // not yet streaming (no standby): they start now, as a session's own would

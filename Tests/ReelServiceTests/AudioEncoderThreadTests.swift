@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 import ReelCore
 import ReelMedia
+import ReelSystem
 @testable import ReelPipeline
 
 /// The AAC encoder's thread: everything submitted is consumed in order before `close()` returns;
@@ -90,6 +91,21 @@ final class AudioEncoderThreadTests: XCTestCase {
         t.submit(nil, frames: 48000)
         XCTAssertNoThrow(try t.close(), "the failure was taken: close() does not throw it again")
         try? aac.flush { _ in }
+    }
+
+    /// An unpaced run's encoder runs at idle priority, in the CPU time x264 leaves; a live one's at
+    /// normal priority, so it keeps up under load. Either way the thread carries its name.
+    func testTheThreadRunsAtThePriorityItIsGiven() throws {
+        for (priority, policy) in [(NamedThread.Priority.normal, ThreadView.schedOther), (.idle, ThreadView.schedIdle)] {
+            let seen = Promise<ThreadView>()
+            let t = AudioEncoderThread(channels: 1, capacityFrames: 16, priority: priority) { _ in seen.fulfill(ThreadView.current()) }
+            t.start()
+            t.submit(nil, frames: 1)
+            try t.close()
+            let view = seen.wait(until: SystemClock.now())
+            XCTAssertEqual(view?.comm, "reel-aac")
+            XCTAssertEqual(view?.policy, policy, "\(priority)")
+        }
     }
 }
 

@@ -21,7 +21,6 @@ final class Standby: @unchecked Sendable {
     /// Sources to close on the standby thread (replaced or failed).
     private var retired: [LiveSources] = []
     private var closing = false
-    private var thread: Thread?
     private let logger: Logger
     /// The camera controls to apply at each open: the config's, then `reelctl set`'s.
     private let controls: @Sendable () -> [CameraControlAssignment]
@@ -37,10 +36,7 @@ final class Standby: @unchecked Sendable {
 
     /// Starts the standby thread (it opens the sources at once when standby is on).
     func start() {
-        let t = Thread { [self] in run() }
-        t.name = "reel-standby"
-        monitor.withLock { thread = t }
-        t.start()
+        NamedThread.start("reel-standby") { [self] in run() }
     }
 
     /// Closes the warm sources and ends the thread (shutdown).

@@ -58,9 +58,7 @@ public final class Supervisor: @unchecked Sendable {
 
     public func start() {
         if let w = watchdogNs { logger.info("systemd watchdog enabled: pinging every \(formatDuration(w / 2)) while the pipeline is healthy") }
-        let t = Thread { [self] in run() }
-        t.name = "reel-supervisor"
-        t.start()
+        NamedThread.start("reel-supervisor") { [self] in run() }
     }
 
     public func stop() { monitor.withLock { stopping = true; monitor.broadcast() } }

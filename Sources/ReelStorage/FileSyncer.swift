@@ -46,9 +46,7 @@ package final class FileSyncer: @unchecked Sendable {
         guard fd >= 0 else {
             throw RecorderFailure("cannot open \(path) to sync it to disk: \(Errno.current)")
         }
-        let thread = Thread { [self] in loop() }
-        thread.name = "reel-fsync"
-        thread.start()
+        NamedThread.start("reel-fsync") { [self] in loop() }
     }
 
     /// Asks for a sync of everything written so far. Never blocks on the disk.

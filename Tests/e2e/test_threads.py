@@ -9,7 +9,8 @@ import time
 import pytest
 
 SCHED_OTHER, SCHED_IDLE = 0, 5
-OURS = {"reel-pipeline", "reel-aac", "reel-video-test", "reel-audio-test", "reel-control-io"}
+OURS = {"reel-pipeline", "reel-aac", "reel-video-test", "reel-audio-test", "reel-control-io",
+        "reel-supervisor", "reel-standby", "reel-fsync"}
 
 
 def threads(pid):

@@ -119,7 +119,7 @@ def bench_size(bindir, size):
         return [results[ref][i][0] / results["reel"][i][0] for i in range(ROUNDS)]
     ratios = per_round("x264")
     lo, hi = median_interval(ratios)
-    print(f"  reel/x264 per round (in order): {', '.join(f'{q:.2f}' for q in ratios)}; median {statistics.median(ratios):.2f}x "
+    print(f"  reel/x264 per round (in order): {', '.join(f'{q:.2f}' for q in ratios)}; median {statistics.median(ratios):.3f}x "
           f"(95 % bootstrap interval {lo:.2f}-{hi:.2f}; target >= 0.98 at 720p, issue 11); "
           f"audio path: reel {r[0] / med['reel-noaudio'][0] - 1:+.1%} wall over reel --audio none")
     ratios422 = per_round("x264-422")

@@ -263,7 +263,7 @@ public final class ControlServer: Sendable {
 
     fileprivate func dispatch(_ request: Request, connection: UInt64) {
         let handler = self.handler
-        Thread.detachNewThread { [self] in
+        NamedThread.start("reel-request") { [self] in
             var reply = handler.handle(request)
             reply.v = protocolVersion
             reply.id = request.id

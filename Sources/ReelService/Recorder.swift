@@ -143,7 +143,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         logger.error("\(msg)")
         monitor.withLock { lastError = msg }
         emitError(msg, .lowSpace)
-        Thread.detachNewThread { [self] in _ = stop(id: nil, deadline: SystemClock.now() + Self.stopWaitNs) }
+        NamedThread.start("reel-low-space") { [self] in _ = stop(id: nil, deadline: SystemClock.now() + Self.stopWaitNs) }
     }
 
     /// Free space in the output directory for status, measured here (tick, start, stop) and not
@@ -240,7 +240,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             refreshFreeSpace()
             stateChanged(file: paths.part)
             // When the pipeline ends on its own (source failure, disk error), the session is cleared.
-            Thread.detachNewThread { [self] in
+            NamedThread.start("reel-session") { [self] in
                 let outcome = s.finished.wait(until: nil)!
                 sessionEnded(s, outcome)
             }

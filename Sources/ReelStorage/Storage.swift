@@ -197,7 +197,7 @@ public enum FinishHook {
                 }
             }
         }
-        Thread.detachNewThread {
+        NamedThread.start("reel-hook-wait") {
             var info = siginfo_t()
             // Wait without reaping (WNOWAIT), mark it exited, then reap: see the timer above.
             Sys.eintrSafe { waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) }

@@ -7,10 +7,10 @@ import ReelSystem
 /// and run at the priority they were started with.
 final class NamedThreadTests: XCTestCase {
     /// What a thread started by `NamedThread` sees of itself: its name in /proc and its policy.
-    static func seenFrom(_ name: String, _ priority: NamedThread.Priority) -> (comm: String, policy: Int32)? {
+    static func seenFrom(_ name: String, _ priority: NamedThread.Priority) -> ThreadView? {
         let seen = Promise<ThreadView>()
         NamedThread.start(name, priority: priority) { seen.fulfill(ThreadView.current()) }
-        return seen.wait(until: SystemClock.now() + 10_000_000_000).map { ($0.comm, $0.policy) }
+        return seen.wait(until: SystemClock.now() + 10_000_000_000)
     }
 
     func testAThreadIsNamedForTheKernel() {

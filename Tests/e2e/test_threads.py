@@ -43,5 +43,5 @@ def test_threads_are_named_and_only_an_unpaced_runs_helpers_wait_for_idle_cpu(re
     assert idle == ({"reel-aac", "reel-video-test", "reel-audio-test"} if unpaced else set()), seen
     for comm in OURS - idle:
         assert seen[comm] == {SCHED_OTHER}, seen
-    # x264's own threads are the process's name and run at normal priority.
+    # The threads Reel does not name (the main thread, x264's) keep the process's name, never idle.
     assert seen.get("reeld") and SCHED_IDLE not in seen["reeld"], seen

@@ -27,9 +27,13 @@ extension ControlHandler {
 /// handed to the handler on its own short-lived thread, and its reply comes back to the I/O thread, which
 /// writes replies of one connection in request order. A connection has at most one request at
 /// the handler at a time, so there are at most `maxClients` handler threads.
+///
+/// Its bounds are `ControlLimits`: the client cap (a new client at the cap takes the slot of the
+/// connection idle longest, so the control group always gets in), the idle timeout and the
+/// unsent reply bytes per connection; `ClientSlots` decides which connection closes when.
 public final class ControlServer: Sendable {
-    /// Default bound on simultaneous clients; more are sent `busy` and closed.
-    public static let defaultMaxClients = 256
+    /// Default bound on simultaneous clients (`ControlLimits.maxClients`).
+    public static let defaultMaxClients = ControlLimits.standard.maxClients
 
     private let listenFD: Int32
     /// A pipe whose write end wakes the I/O thread (shutdown, finished replies).
@@ -40,7 +44,7 @@ public final class ControlServer: Sendable {
     private let ownedIdentity: FileIdentity?
     private let handler: any ControlHandler
     private let logger: Logger
-    private let maxClients: Int
+    private let limits: ControlLimits
     private let authorize: PeerAuthorizer?
     private let shared = Mutex(Shared())
     private let ioThreadExited = DispatchSemaphore(value: 0)
@@ -80,7 +84,13 @@ public final class ControlServer: Sendable {
     /// As `init(path:handler:logger:)` with a chosen client bound.
     /// `authorize`, when given, is asked about each client's credentials (SO_PEERCRED) as it
     /// connects; a refused client's requests are answered `forbidden` and it is closed.
-    public init(path: String, handler: any ControlHandler, logger: Logger, maxClients: Int,
+    public convenience init(path: String, handler: any ControlHandler, logger: Logger, maxClients: Int,
+                            authorize: PeerAuthorizer? = nil) throws {
+        try self.init(path: path, handler: handler, logger: logger, limits: ControlLimits(maxClients: maxClients), authorize: authorize)
+    }
+
+    /// As `init(path:handler:logger:maxClients:authorize:)` with all of the server's bounds chosen.
+    public init(path: String, handler: any ControlHandler, logger: Logger, limits: ControlLimits,
                 authorize: PeerAuthorizer? = nil) throws {
         guard let addr = Sys.address(path) else { throw SocketError.pathTooLong(path, kind: .cannotListen) }
         let fd: Int32
@@ -113,7 +123,7 @@ public final class ControlServer: Sendable {
         self.ownedIdentity = identity
         self.handler = handler
         self.logger = logger
-        self.maxClients = max(1, maxClients)
+        self.limits = limits
         self.authorize = authorize
     }
 
@@ -124,7 +134,13 @@ public final class ControlServer: Sendable {
         self.init(listeningFD: listeningFD, handler: handler, logger: logger, maxClients: Self.defaultMaxClients)
     }
 
-    public init(listeningFD: Int32, handler: any ControlHandler, logger: Logger, maxClients: Int,
+    public convenience init(listeningFD: Int32, handler: any ControlHandler, logger: Logger, maxClients: Int,
+                            authorize: PeerAuthorizer? = nil) {
+        self.init(listeningFD: listeningFD, handler: handler, logger: logger, limits: ControlLimits(maxClients: maxClients),
+                  authorize: authorize)
+    }
+
+    public init(listeningFD: Int32, handler: any ControlHandler, logger: Logger, limits: ControlLimits,
                 authorize: PeerAuthorizer? = nil) {
         do {
             try Sys.setNonblocking(listeningFD)
@@ -142,7 +158,7 @@ public final class ControlServer: Sendable {
         self.ownedIdentity = nil
         self.handler = handler
         self.logger = logger
-        self.maxClients = max(1, maxClients)
+        self.limits = limits
         self.authorize = authorize
     }
 
@@ -305,7 +321,8 @@ public final class ControlServer: Sendable {
 
     fileprivate var listeningFD: Int32 { listenFD }
     fileprivate var wakeupFD: Int32 { wakeRead }
-    fileprivate var clientLimit: Int { maxClients }
+    fileprivate var clientLimit: Int { limits.maxClients }
+    fileprivate var bounds: ControlLimits { limits }
     fileprivate var authorizer: PeerAuthorizer? { authorize }
     fileprivate var log: Logger { logger }
 }
@@ -336,6 +353,8 @@ private final class Connection {
     /// The event-bus subscription once the client sent `events`: the connection is then a
     /// stream; further input is read (to notice the client leaving) and discarded.
     var subscription: UInt64?
+    /// Its requests wait because its replies are unsent over the cap (logged once).
+    var heldForUnread = false
 
     init(id: UInt64, fd: Int32) {
         self.id = id
@@ -343,6 +362,7 @@ private final class Connection {
     }
 
     var hasOutput: Bool { outputOffset < output.count }
+    var unsent: Int { output.count - outputOffset }
 }
 
 private final class IOLoop {
@@ -353,16 +373,19 @@ private final class IOLoop {
     var nextID: UInt64 = 1
     var acceptPausedUntilMs: Int64 = 0
     var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+    /// Which connection closes when (idle timeout, a slot for a new client at the cap).
+    var slots: ClientSlots
+    /// When the cap last made the server close a connection for a new one (logged once a minute).
+    var lastFullWarningMs: Int64?
 
     /// Lines queued per connection before the server stops reading from it (pipelining bound).
     static let maxQueuedLines = 32
-    /// Unsent reply bytes per connection before the server stops reading from it.
-    static let maxQueuedOutput = 1 << 20
 
     init(server: ControlServer) {
         self.server = server
         self.logger = server.log
         self.eventBus = server.eventBus
+        self.slots = ClientSlots(limits: server.bounds)
     }
 
     func run() {
@@ -382,9 +405,10 @@ private final class IOLoop {
                 fds.append(pollfd(fd: conn.fd, events: events, revents: 0))
                 order.append(conn)
             }
+            let wakeAt = [acceptPaused ? acceptPausedUntilMs : nil, slots.nextDeadlineMs()].compactMap { $0 }.min()
             do {
                 _ = try Sys.poll(&fds) { () -> Int32 in
-                    acceptPaused ? Int32(clamping: max(1, acceptPausedUntilMs - Sys.monotonicMs())) : -1
+                    wakeAt.map { Int32(clamping: max(1, $0 - Sys.monotonicMs())) } ?? -1
                 }
             } catch {
                 logger.critical("control server poll failed: \(error); the control socket stops serving")
@@ -402,6 +426,7 @@ private final class IOLoop {
                     continue
                 }
                 conn.inFlight = false
+                slots.setBusy(id, false, nowMs: Sys.monotonicMs())
                 append(bytes, to: conn)
                 advance(conn)
             }
@@ -421,6 +446,7 @@ private final class IOLoop {
             if eventBus != nil {
                 for conn in Array(connections.values) where conn.subscription != nil { pumpEvents(conn) }
             }
+            closeIdle()
         }
         for conn in connections.values { Sys.close(conn.fd) }
         connections.removeAll()
@@ -449,7 +475,49 @@ private final class IOLoop {
 
     func wantsInput(_ conn: Connection) -> Bool {
         !conn.endOfInput && !conn.lineTooLong && !conn.closeWhenFlushed
-            && conn.lines.count < Self.maxQueuedLines && conn.output.count - conn.outputOffset < Self.maxQueuedOutput
+            && conn.lines.count < Self.maxQueuedLines && conn.unsent < server.bounds.maxUnsentReplyBytes
+    }
+
+    /// Closes the connections `slots` says have been idle too long.
+    func closeIdle() {
+        let now = Sys.monotonicMs()
+        for id in slots.expired(nowMs: now) {
+            guard let conn = connections[id] else { continue }
+            let idle = slots.idleMs(id, nowMs: now)
+            let span = idle < 10_000 ? "\(idle) ms" : "\(idle / 1000) s"
+            if conn.hasOutput {
+                // Replies are lost here: worth a line at the default level.
+                logger.info("closing a control client that has not read its replies for \(span) (\(conn.unsent) bytes unsent)",
+                            metadata: ["conn": "\(id)"])
+                close(conn, why: "not reading its replies")
+            } else {
+                close(conn, why: "idle for \(span)")
+            }
+        }
+    }
+
+    /// At the cap: makes room for a new client as `slots` says. False: every slot is busy.
+    func makeRoom() -> Bool {
+        // Clients that already hung up but were not reaped yet (a busy loop) hold no real slot.
+        if slots.isFull { reapHungUp() }
+        switch slots.admission() {
+        case .admit:
+            return true
+        case .refuse:
+            return false
+        case .evict(let id):
+            let now = Sys.monotonicMs()
+            if lastFullWarningMs.map({ now - $0 >= 60_000 }) ?? true {
+                lastFullWarningMs = now
+                logger.warning("serving \(server.clientLimit) control clients, the most: a new client takes the slot of the one idle longest (logged once a minute)")
+            }
+            if let victim = connections[id] {
+                close(victim, why: "idle for \(slots.idleMs(id, nowMs: now)) ms, its slot given to a new client")
+            } else {
+                slots.remove(id)
+            }
+            return true
+        }
     }
 
     func acceptAll() {
@@ -467,9 +535,7 @@ private final class IOLoop {
                 logger.error("cannot accept a control client: \(error)")
                 return
             }
-            // Clients that already hung up but were not reaped yet (a busy loop) hold no real slot.
-            if connections.count >= server.clientLimit { reapHungUp() }
-            if connections.count >= server.clientLimit {
+            guard makeRoom() else {
                 refuseBusy(fd)
                 continue
             }
@@ -489,6 +555,7 @@ private final class IOLoop {
                     conn.forbidden = "reeld cannot tell who you are (\(error)); connect over its Unix socket"
                 }
             }
+            slots.add(conn.id, nowMs: Sys.monotonicMs(), forbidden: conn.forbidden != nil)
         }
     }
 
@@ -503,9 +570,9 @@ private final class IOLoop {
     }
 
     func refuseBusy(_ fd: Int32) {
-        logger.warning("refusing a control client: already serving \(server.clientLimit) clients")
+        logger.warning("refusing a control client: already serving \(server.clientLimit) clients, each with a request under way")
         let reply = Reply.failure(.busy(
-            "reeld is already serving \(server.clientLimit) control clients, its maximum; try again shortly (or close idle clients)"))
+            "reeld is already serving \(server.clientLimit) control clients, its maximum, each with a request under way; try again shortly"))
         let bytes = ControlServer.encode(reply, logger: logger)
         // Best effort: a fresh socket's buffer takes this short line; if not, the client sees a close.
         _ = try? Sys.send(fd, bytes)
@@ -522,6 +589,7 @@ private final class IOLoop {
             close(conn, why: "read failed: \(error.reason)")
             return
         }
+        slots.progress(conn.id, nowMs: Sys.monotonicMs())
         if got == 0 {
             conn.endOfInput = true
             if !conn.input.isEmpty {
@@ -567,6 +635,20 @@ private final class IOLoop {
                 conn.lines.removeAll()  // a stream: requests after `events` are ignored
                 break
             }
+            if conn.unsent >= server.bounds.maxUnsentReplyBytes {
+                flush(conn)  // the client may be reading: what it takes now counts
+                guard connections[conn.id] != nil else { return }
+            }
+            if conn.unsent >= server.bounds.maxUnsentReplyBytes {
+                // The client does not read: take no further request (nor input) until it does, so
+                // its replies cannot pile up here. The idle timeout closes it if it never reads.
+                if !conn.heldForUnread, !conn.lines.isEmpty {
+                    conn.heldForUnread = true
+                    logger.info("control client is not reading its replies: \(conn.unsent) bytes unsent; its further requests wait until it reads",
+                                metadata: ["conn": "\(conn.id)"])
+                }
+                break
+            }
             if !conn.lines.isEmpty {
                 let line = conn.lines.removeFirst()
                 if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }) { continue }  // blank: ignored
@@ -592,6 +674,7 @@ private final class IOLoop {
                         continue
                     }
                     conn.inFlight = true
+                    slots.setBusy(conn.id, true, nowMs: Sys.monotonicMs())
                     server.dispatch(request, connection: conn.id)
                 case .failure(let problem):
                     conn.malformed += 1
@@ -623,6 +706,7 @@ private final class IOLoop {
             return
         }
         conn.subscription = bus.subscribe()
+        slots.subscribed(conn.id)
         logger.debug("event subscriber", metadata: ["conn": "\(conn.id)"])
         var reply = Reply(ok: true, subscribed: true)
         reply.id = request.id
@@ -650,6 +734,7 @@ private final class IOLoop {
                 return
             }
             conn.outputOffset += sent
+            if sent > 0 { slots.progress(conn.id, nowMs: Sys.monotonicMs()) }
         }
         conn.output.removeAll(keepingCapacity: true)
         conn.outputOffset = 0
@@ -657,6 +742,7 @@ private final class IOLoop {
 
     func close(_ conn: Connection, why: String) {
         guard connections.removeValue(forKey: conn.id) != nil else { return }
+        slots.remove(conn.id)
         Sys.close(conn.fd)
         if let sub = conn.subscription { eventBus?.unsubscribe(sub) }
         if conn.malformed > 0 {

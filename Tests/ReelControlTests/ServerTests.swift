@@ -260,22 +260,79 @@ final class ServerTests: XCTestCase {
         XCTAssertTrue(raw.atEndOfStream())
     }
 
-    func testExtraClientsGetBusy() throws {
-        let f = try Fixture(maxClients: 2)
-        let a = try f.client()
-        var b: ControlClient? = try f.client()
-        XCTAssertTrue(try a.send(Request(cmd: .status), timeoutMs: 5000).ok)
-        XCTAssertTrue(try b?.send(Request(cmd: .status), timeoutMs: 5000).ok ?? false)
-        let c = try f.client()
-        let reply = try c.send(Request(id: 3, cmd: .status), timeoutMs: 5000)
+    /// Busy only when every slot has a request at the handler: such a slot frees itself.
+    func testExtraClientsGetBusyOnlyWhileEverySlotHasARequestUnderWay() throws {
+        let f = try Fixture(maxClients: 1)
+        XCTAssertTrue(try f.client().send(Request(cmd: .start), timeoutMs: 5000).ok)
+        f.recorder.holdNextStop()
+        let a = try RawConnection(path: f.path)
+        a.write(#"{"v":1,"id":1,"cmd":"stop"}"# + "\n")
+        XCTAssertEqual(f.recorder.stopEntered.wait(timeout: .now() + 10), .success)
+        let reply = try f.client().send(Request(id: 3, cmd: .status), timeoutMs: 5000)
         XCTAssertFalse(reply.ok)
         XCTAssertEqual(reply.error?.code, ControlError.Code.busy)
-        XCTAssertTrue(reply.error?.message.contains("2 control clients") ?? false, "\(reply)")
-        // Once one leaves, a new client is served again.
-        b = nil
-        XCTAssertTrue(f.logs.waitFor("control client closed"))
-        XCTAssertTrue(try f.client().send(Request(cmd: .status), timeoutMs: 5000).ok)
-        XCTAssertTrue(try a.send(Request(cmd: .status), timeoutMs: 5000).ok)
+        XCTAssertTrue(reply.error?.message.contains("1 control clients, its maximum, each with a request under way") ?? false, "\(reply)")
+        // Once its stop is answered, the connection holding the slot is idle and gives way.
+        f.recorder.stopRelease.signal()
+        XCTAssertEqual(try a.readReply().file, "/srv/reel/rec.mp4")
+        XCTAssertEqual(try f.client().send(Request(cmd: .status), timeoutMs: 5000).status?.state, .idle)
+        XCTAssertTrue(a.closedByServer(), "the idle connection gave its slot up")
+    }
+
+    /// Issue 22 item 6: clients that connect and never send cannot lock the control group out.
+    func testANewClientAtTheCapTakesTheSlotOfTheClientIdleLongest() throws {
+        let f = try Fixture(maxClients: 3)
+        let idle = try (0..<3).map { _ in try RawConnection(path: f.path) }
+        idle[2].write(#"{"v":1,"id":1,"cmd":"status"}"# + "\n")  // the newest is active
+        XCTAssertEqual(try idle[2].readReply().id, 1)
+        // A forbidden peer would go first; here all are allowed, so the one connected first goes.
+        XCTAssertEqual(try f.client().send(Request(id: 2, cmd: .status), timeoutMs: 5000).id, 2)
+        XCTAssertTrue(idle[0].closedByServer())
+        XCTAssertTrue(f.logs.waitFor("its slot given to a new client conn=1"), "logs: \(f.logs.messages)")
+        XCTAssertTrue(f.logs.messages.contains { $0.contains("serving 3 control clients, the most") })
+        idle[2].write(#"{"v":1,"id":3,"cmd":"status"}"# + "\n")
+        XCTAssertEqual(try idle[2].readReply().id, 3, "an active client keeps its slot")
+    }
+
+    /// Issue 22 item 6: idle connections time out; a subscriber and a request under way do not.
+    func testIdleClientsTimeOutButSubscribersAndRequestsUnderWayDoNot() throws {
+        let bus = EventBus()
+        let f = try Fixture(limits: ControlLimits(idleTimeoutMs: 300), events: bus)
+        XCTAssertTrue(try f.client().send(Request(cmd: .start), timeoutMs: 5000).ok)
+        let subscriber = try f.client()
+        XCTAssertTrue(try subscriber.subscribe(timeoutMs: 5000).ok)
+        f.recorder.holdNextStop()
+        let stopping = try RawConnection(path: f.path)
+        stopping.write(#"{"v":1,"id":9,"cmd":"stop"}"# + "\n")
+        XCTAssertEqual(f.recorder.stopEntered.wait(timeout: .now() + 10), .success)
+        let silent = try RawConnection(path: f.path)  // connects and never sends
+        XCTAssertTrue(silent.closedByServer(), "the silent client was not closed")
+        XCTAssertTrue(f.logs.waitFor("control client closed: idle for "), "logs: \(f.logs.messages)")
+        // Well past the timeout, the held stop's connection and the subscriber are still served.
+        f.recorder.stopRelease.signal()
+        XCTAssertEqual(try stopping.readReply().id, 9)
+        bus.publish(ControlEvent(event: "finished", file: "/o/a.mp4", at: 6))
+        XCTAssertEqual(String(decoding: try subscriber.nextLine(timeoutMs: 5000), as: UTF8.self),
+                       #"{"v":1,"event":"finished","file":"/o/a.mp4","at":6}"#)
+        // Once answered, the stop's connection is idle too and times out.
+        XCTAssertTrue(stopping.closedByServer())
+    }
+
+    /// Issue 22 item 6: a client that pipelines snapshots and never reads holds at most the 64 KiB
+    /// cap and one reply in reeld; the rest wait unasked, and come in order once it reads.
+    func testUnreadRepliesOverTheCapHoldTheClientsFurtherRequests() throws {
+        let f = try Fixture()
+        f.recorder.state.withLock { $0.snapshotBytes = 256 << 10 }  // 350 KB of base64 per reply, more than the socket buffer
+        let raw = try RawConnection(path: f.path)
+        raw.write((1...4).map { #"{"v":1,"id":\#($0),"cmd":"snapshot"}"# + "\n" }.joined())
+        XCTAssertTrue(f.logs.waitFor("is not reading its replies"), "logs: \(f.logs.messages)")
+        XCTAssertEqual(f.recorder.calls, [.snapshot], "a second snapshot was taken for a client that reads none")
+        for id in 1...4 {
+            let reply = try raw.readReply()
+            XCTAssertEqual(reply.id, id)
+            XCTAssertEqual(reply.snapshot?.bytes, 256 << 10)
+        }
+        XCTAssertEqual(f.recorder.calls, Array(repeating: .snapshot, count: 4))
     }
 
     func testStaleSocketFileIsReplaced() throws {

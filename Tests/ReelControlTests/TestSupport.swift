@@ -47,6 +47,8 @@ final class FakeRecorder: ControlHandler {
         var quickCalls = 0
         /// Answer the listing commands with a bare success, as a reeld of another version might.
         var bareReplies = false
+        /// Answer `snapshot` with a JPEG of this many bytes (nil: snapshots fail, as without a camera).
+        var snapshotBytes: Int?
     }
 
     let state = Mutex(State())
@@ -143,6 +145,10 @@ final class FakeRecorder: ControlHandler {
             case .devices:
                 var r = Reply.success()
                 r.devices = DeviceList(video: [], audio: [])
+                return r
+            case .snapshot where s.snapshotBytes != nil:
+                var r = Reply.success()
+                r.snapshot = SnapshotInfo(width: 16, height: 16, capturedNs: 1, jpeg: [UInt8](repeating: 0xFF, count: s.snapshotBytes!))
                 return r
             case .controls, .set, .snapshot:
                 return .failure(.failed("the test source has no controls; controls need a V4L2 camera"))
@@ -288,6 +294,18 @@ final class RawConnection {
 
     /// True when the server has closed the connection (end of stream with no more lines).
     func atEndOfStream() -> Bool { readLine() == nil }
+
+    /// True when the server closed the connection within the 10 s read timeout with nothing
+    /// more to read; false if it sent a byte or the timeout passed (unlike `atEndOfStream`).
+    func closedByServer() -> Bool {
+        var byte: UInt8 = 0
+        while true {
+            // Unsafe: recv writes at most one byte into the local variable.
+            let n = Glibc.recv(fd, &byte, 1, 0)
+            if n < 0, errno == EINTR { continue }
+            return n == 0 && buffer.isEmpty
+        }
+    }
 }
 
 // MARK: - Server fixture
@@ -300,9 +318,10 @@ final class Fixture {
     let server: ControlServer
     var path: String { dir.socket() }
 
-    init(maxClients: Int = ControlServer.defaultMaxClients, authorize: PeerAuthorizer? = nil, events: EventBus? = nil) throws {
-        server = try ControlServer(path: dir.socket(), handler: recorder, logger: logs.logger(), maxClients: maxClients,
-                                   authorize: authorize)
+    init(maxClients: Int = ControlServer.defaultMaxClients, limits: ControlLimits? = nil, authorize: PeerAuthorizer? = nil,
+         events: EventBus? = nil) throws {
+        server = try ControlServer(path: dir.socket(), handler: recorder, logger: logs.logger(),
+                                   limits: limits ?? ControlLimits(maxClients: maxClients), authorize: authorize)
         if let events { server.attach(events: events) }
         server.start()
     }

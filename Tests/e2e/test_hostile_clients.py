@@ -180,3 +180,83 @@ def test_hostile_clients_while_recording(reeld):
     rep = rv.analyze(final)
     problems = rv.defects(rep)
     assert not problems and len(rep["segments"]) == 1, problems
+
+
+def wait_log(r, pred, timeout):
+    """The first line of reeld's log for which pred holds, or None after timeout. reeld's log is a
+    file with no notification, so it is re-read every 20 ms (the only way to see a log line)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(r.log_path, errors="replace") as f:
+            lines = f.read().splitlines()
+        hit = pred(lines)
+        if hit or time.monotonic() >= deadline or r.proc.poll() is not None:
+            return hit
+        time.sleep(0.02)  # polling the log file: see the docstring
+
+
+def snapshot_line(i):
+    return json.dumps({"v": 1, "id": i, "cmd": "snapshot"}).encode() + b"\n"
+
+
+def test_pipelined_snapshots_never_read_do_not_grow_memory(reeld, note):
+    """Issue 22 item 6: a client that pipelines 32 snapshots and never reads must not make reeld
+    hold 32 images. reeld stops taking that client's requests while more than 64 KiB of its
+    replies are unsent; the replies all come, in order, once the client reads."""
+    r = reeld("snapflood", size="1920x1080", fps="30", standby="true")
+    pid = r.proc.pid
+    # One snapshot read at once: its size, and the encoder's memory in place before the baseline.
+    s = connect(r.socket, timeout=30)
+    s.sendall(snapshot_line(0))
+    one = read_lines(s, 1)[0]
+    assert json.loads(one)["ok"], one[:200]
+    s.close()
+    reply_bytes = len(one) + 1
+    rss_before = rss_kib(pid)
+
+    hostile = connect(r.socket, timeout=60)
+    hostile.sendall(b"".join(snapshot_line(i) for i in range(1, 33)))
+    # Today's reeld answers all 32 (32 "snapshot:" lines in its log); a bounded one holds the
+    # client's later requests and says so.
+    done = wait_log(r, lambda lines: [l for l in lines if "is not reading its replies" in l]
+                    or len([l for l in lines if "snapshot: " in l]) >= 33, 120)
+    assert done, "reeld neither answered the 32 snapshots nor held them\n" + r.log_tail()
+    rss_held = rss_kib(pid)
+    growth = rss_held - rss_before
+
+    # Nothing is lost: reading now brings all 32 replies, in order.
+    replies = read_lines(hostile, 32)
+    hostile.close()
+    assert [json.loads(x)["id"] for x in replies] == list(range(1, 33)), [x[:100] for x in replies]
+    assert all(json.loads(x)["ok"] for x in replies)
+    assert r.proc.poll() is None, "reeld died\n" + r.log_tail()
+    note(f"one 1080p snapshot reply {reply_bytes} bytes; RSS growth with 32 pipelined and unread: {growth} KiB")
+    # Bounded: at most the 64 KiB cap, the reply that crossed it and the one at the handler,
+    # plus 4 MiB for the heap's own slack. Today's reeld holds every reply: about 32 of them.
+    limit_kib = (64 * 1024 + 2 * reply_bytes) // 1024 + 4096
+    assert growth < limit_kib, f"reeld grew by {growth} KiB holding unread replies (limit {limit_kib} KiB; one reply is {reply_bytes} bytes)"
+
+
+def test_stop_gets_through_while_every_slot_is_held(reeld, note):
+    """Issue 22 item 6: 256 connections (reeld's cap) that never send must not lock the control
+    group out: a new client takes the slot of the one idle longest, so `stop` gets through."""
+    r = reeld("slots", size="320x180", fps="15")
+    r.ctl("start", "--name", "slots")
+    hostile = [connect(r.socket) for _ in range(256)]
+    try:
+        # The listen queue is first in, first out: reeld accepts all 256 before reelctl's.
+        c = r.ctl("status", "--json", expect_ok=False)
+        assert c.rc == 0, f"status was refused while 256 idle clients held every slot: {c}"
+        assert c.t1 - c.t0 < 2.0, f"status took {(c.t1 - c.t0) * 1000:.0f} ms"
+        stop = r.ctl("stop", expect_ok=False)
+        assert stop.rc == 0, f"stop was refused while 256 idle clients held every slot: {stop}"
+        note(f"status {(c.t1 - c.t0) * 1000:.0f} ms, stop {(stop.t1 - stop.t0) * 1000:.0f} ms with 256 idle clients")
+        # The oldest of them gave its slot up: reeld closed it.
+        hostile[0].settimeout(5)
+        assert hostile[0].recv(1) == b"", "the client idle longest was not closed"
+    finally:
+        for h in hostile:
+            h.close()
+    final = stop.out.strip()
+    rep = rv.analyze(final)
+    assert not rv.defects(rep), rv.defects(rep)

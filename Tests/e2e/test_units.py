@@ -1,6 +1,7 @@
-"""The systemd units: `systemd-analyze verify` is clean and `systemd-analyze security` rates
-reeld.service's exposure at 1.5 or less. ExecStart= is pointed at the built reeld so verify
-can check it is executable, as it would be after `make install`."""
+"""The systemd units: `systemd-analyze verify` is clean, `systemd-analyze security` rates
+reeld.service's exposure at 1.0 or less, and a `MemoryMax=` bounds reeld (issue 22). ExecStart=
+is pointed at the built reeld so verify can check it is executable, as it would be after
+`make install`."""
 
 import os
 import re
@@ -30,13 +31,35 @@ def test_verify_is_clean(units):
     assert p.returncode == 0 and not p.stdout.strip() and not p.stderr.strip(), p.stdout + p.stderr
 
 
-def test_security_exposure_at_most_1_5(units, note):
+def test_security_exposure_at_most_1_0(units, note):
     p = subprocess.run(["systemd-analyze", "security", "--offline=yes", str(units / "reeld.service")],
                        capture_output=True, text=True, timeout=60)
     m = re.search(r"Overall exposure level for reeld\.service: (\d+\.\d+)", p.stdout)
     assert m, p.stdout + p.stderr
     note(f"systemd-analyze security exposure {m.group(1)}")
-    assert float(m.group(1)) <= 1.5, p.stdout
+    assert float(m.group(1)) <= 1.0, p.stdout
+
+
+def unit_bytes(value):
+    """A systemd size (`768M`, `1G`, `512K`, bytes) in bytes."""
+    m = re.fullmatch(r"(\d+)([KMGT]?)", value.strip())
+    assert m, f"not a plain size: {value!r}"
+    return int(m.group(1)) * 1024 ** " KMGT".index(m.group(2) or " ")
+
+
+def test_memory_is_bounded(units, note):
+    """MemoryMax= bounds reeld above its measured peak: 310 MiB at 1080p (docs/PERFORMANCE.md) plus
+    256 control clients each holding 64 KiB and a 1080p snapshot reply (~270 MiB); MemoryHigh=,
+    where the kernel starts to reclaim, sits between the peak and MemoryMax=."""
+    text = (units / "reeld.service").read_text()
+    values = dict(re.findall(r"^(MemoryMax|MemoryHigh)=(.+)$", text, re.M))
+    assert "MemoryMax" in values, "reeld.service sets no MemoryMax="
+    peak = 310 << 20
+    high, cap = unit_bytes(values["MemoryHigh"]), unit_bytes(values["MemoryMax"])
+    note(f"MemoryHigh={values['MemoryHigh']} MemoryMax={values['MemoryMax']}")
+    assert peak + (256 * ((64 << 10) + 800_000)) <= cap, f"MemoryMax={values['MemoryMax']} leaves no room above the peak"
+    assert peak < high < cap, (values, "MemoryHigh= must sit between the 1080p peak and MemoryMax=")
+    assert cap <= 1 << 30, f"MemoryMax={values['MemoryMax']} is no real bound on a capture box"
 
 
 def test_sysusers_and_tmpfiles_parse(tmp_path):

@@ -36,6 +36,13 @@ public enum TestHooks {
         return (v?.isEmpty ?? true) ? nil : v
     }()
 
+    /// `REEL_TEST_CONTROL_IDLE_MS=N` (test-only): the control server closes idle connections after
+    /// N ms instead of 30 s, so a test need not wait half a minute for it.
+    public static let controlIdleVariable = "REEL_TEST_CONTROL_IDLE_MS"
+    package static let controlIdleMs: Int64? = {
+        ProcessInfo.processInfo.environment[controlIdleVariable].flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
+    }()
+
     /// Blocks the calling thread for good (REEL_TEST_FINISH_HOLD), after saying so on stderr.
     package static func holdForever(_ what: String) -> Never {
         let line = "REEL-FINISH-HOLD \(what)\n"

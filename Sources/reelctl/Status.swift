@@ -50,7 +50,7 @@ struct Status: ParsableCommand {
         let timeoutMs = (global.timeout ?? 15) * 1000
         let tty = isatty(STDOUT_FILENO) != 0
         exitOnInterrupt()
-        let client = try connect(global)
+        var client = try connect(global)
         // Rates are taken over at least a second where possible (the file grows by whole fragments).
         var history: [WatchScreen.Sample] = []
         var next = monotonicNs()
@@ -59,8 +59,15 @@ struct Status: ParsableCommand {
             do {
                 reply = try client.send(Request(id: 1, cmd: .status), timeoutMs: timeoutMs)
             } catch {
-                printError("lost reeld: \(error)")
-                throw ExitCode(ExitStatus.usage)
+                // reeld closes a connection idle for 30 s (an --interval that long), and a
+                // restarted reeld has forgotten it: connect again, once (status is safe to repeat).
+                do {
+                    client = try ControlClient(path: client.path)
+                    reply = try client.send(Request(id: 1, cmd: .status), timeoutMs: timeoutMs)
+                } catch {
+                    printError("lost reeld: \(error)")
+                    throw ExitCode(ExitStatus.usage)
+                }
             }
             guard reply.ok, let status = reply.status else {
                 printError(reply.error?.message ?? "reeld replied to 'status' without a status (is reeld the same version as reelctl?)")

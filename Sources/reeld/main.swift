@@ -92,15 +92,17 @@ struct Serve: ParsableCommand {
         policy.warnings.forEach { logger.warning("\($0)") }
         let server: ControlServer
         let listening: String
+        var limits = ControlLimits.standard
+        if let ms = TestHooks.controlIdleMs { limits.idleTimeoutMs = ms }
         do {
             if let passed = try SocketActivation.controlSocket(environment: env) {
                 server = ControlServer(listeningFD: passed.fd, handler: recorder, logger: logger,
-                                       maxClients: ControlServer.defaultMaxClients, authorize: policy.authorizer)
+                                       limits: limits, authorize: policy.authorizer)
                 listening = "socket-activated fd \(passed.fd)\(passed.name.map { " (\($0))" } ?? "")"
             } else {
                 let path = settings.string(.socket)
                 server = try ControlServer(path: path, handler: recorder, logger: logger,
-                                           maxClients: ControlServer.defaultMaxClients, authorize: policy.authorizer)
+                                           limits: limits, authorize: policy.authorizer)
                 listening = path
             }
         } catch {

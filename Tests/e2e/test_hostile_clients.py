@@ -5,6 +5,7 @@ import json
 import os
 import random
 import socket
+import subprocess
 import threading
 import time
 
@@ -260,3 +261,37 @@ def test_stop_gets_through_while_every_slot_is_held(reeld, note):
     final = stop.out.strip()
     rep = rv.analyze(final)
     assert not rv.defects(rep), rv.defects(rep)
+
+
+def test_idle_connections_time_out_but_watch_and_events_carry_on(reeld):
+    """Issue 22 item 6: a connection that sends nothing is closed after the idle timeout (30 s;
+    0.5 s here through REEL_TEST_CONTROL_IDLE_MS), an `events` stream is not, and `reelctl status
+    --watch` with an interval longer than the timeout reconnects instead of giving up."""
+    r = reeld("idle", size="320x180", fps="15", _env={"REEL_TEST_CONTROL_IDLE_MS": "500"})
+    events = connect(r.socket)
+    events.sendall(b'{"v":1,"id":1,"cmd":"events"}\n')
+    assert json.loads(read_lines(events, 1)[0])["subscribed"]
+    silent = connect(r.socket)
+    t0 = time.monotonic()
+    assert silent.recv(1) == b"", "reeld sent something unasked"
+    waited = time.monotonic() - t0
+    silent.close()
+    assert 0.4 <= waited < 5, f"the silent client was closed after {waited:.2f} s (timeout 0.5 s)"
+
+    # Each redraw of this watch comes 1.2 s after the last: past the timeout every time.
+    argv = [os.path.join(r.bindir, "reelctl"), "--socket", r.socket, "status", "--watch", "--json", "--interval", "1.2"]
+    w = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        screens = [w.stdout.readline() for _ in range(3)]
+    finally:
+        w.terminate()
+        err = w.communicate(timeout=10)[1].decode()
+    assert "lost reeld" not in err, err
+    assert all(json.loads(s)["state"] == "idle" for s in screens), (screens, err)
+
+    # The subscriber, silent for the whole watch, still gets its events.
+    r.ctl("start", "--name", "idle")
+    event = json.loads(read_lines(events, 1)[0])
+    assert event["event"] == "state" and event["state"] == "recording", event
+    events.close()
+    r.ctl("stop")

@@ -103,7 +103,7 @@ let package = Package(
         .testTarget(name: "ReelStorageTests", dependencies: ["ReelStorage", "ReelSystem", "ReelCore"], path: "Tests/ReelStorageTests"),
         .testTarget(name: "ReelServiceTests", dependencies: ["ReelService", "ReelStorage", "ReelPipeline", "ReelMedia", "ReelSystem", "ReelControl", "ReelCore"], path: "Tests/ReelServiceTests"),
         .testTarget(name: "ReelctlTests", dependencies: ["reelctl", "ReelControl", "ReelCore"], path: "Tests/ReelctlTests"),
-        .testTarget(name: "ReelVerifyTests", dependencies: ["ReelVerify"], path: "Tests/ReelVerifyTests"),
+        .testTarget(name: "ReelVerifyTests", dependencies: ["ReelVerify", "ReelCore"], path: "Tests/ReelVerifyTests"),
         .testTarget(name: "ReelFuzzTests", dependencies: ["ReelFuzz", "ReelConfig", "ReelControl"], path: "Tests/ReelFuzzTests"),
     ],
     swiftLanguageModes: [.v6]

@@ -69,7 +69,7 @@ public enum CameraRates: Sendable, Equatable, Codable {
     public func contains(_ r: Rational) -> Bool {
         switch self {
         case let .discrete(list): return list.contains(r)
-        case let .range(lo, hi): return !less(r, lo) && !less(hi, r)
+        case let .range(lo, hi): return !(r < lo) && !(hi < r)
         }
     }
     public var text: String {
@@ -80,9 +80,6 @@ public enum CameraRates: Sendable, Equatable, Codable {
     }
 }
 
-func less(_ a: Rational, _ b: Rational) -> Bool {
-    a.num.multipliedFullWidth(by: b.den) < b.num.multipliedFullWidth(by: a.den)
-}
 
 /// One size a camera offers for a pixel format, with its frame rates.
 public struct CameraSize: Sendable, Equatable, Codable {

@@ -157,7 +157,7 @@ public struct TestAudioSignal: Sendable {
 }
 
 // Foundation-free sine for the one-time beep table.
-@inline(__always) private func _sin(_ x: Double) -> Double {
+@inline(__always) func _sin(_ x: Double) -> Double {
     #if canImport(Glibc)
     return Glibc.sin(x)
     #else

@@ -10,11 +10,21 @@ public struct Rational: Hashable, Sendable, CustomStringConvertible, Codable {
     public let den: Int64
 
     public init(_ num: Int64, _ den: Int64 = 1) {
-        precondition(den != 0, "Rational with zero denominator")
-        let sign: Int64 = den < 0 ? -1 : 1
-        let g = Rational.gcd(Swift.abs(num), Swift.abs(den))
-        self.num = sign * num / Swift.max(g, 1)
-        self.den = sign * den / Swift.max(g, 1)
+        self.init(wide: Int128(num), Int128(den))
+    }
+
+    /// Reduced from a 128-bit numerator and denominator (the products of the arithmetic below),
+    /// which must fit 64 bits once reduced.
+    public init(wide n: Int128, _ d: Int128) {
+        precondition(d != 0, "Rational with zero denominator")
+        var (n, d) = d < 0 ? (-n, -d) : (n, d)
+        var (a, b) = (n.magnitude, d.magnitude)
+        while b != 0 { (a, b) = (b, a % b) }
+        if a > 1 { n /= Int128(a); d /= Int128(a) }
+        guard let nn = Int64(exactly: n), let dd = Int64(exactly: d) else {
+            preconditionFailure("Rational \(n)/\(d) does not fit 64 bits")
+        }
+        num = nn; den = dd
     }
 
     public static func gcd(_ a: Int64, _ b: Int64) -> Int64 {
@@ -32,6 +42,68 @@ public struct Rational: Hashable, Sendable, CustomStringConvertible, Codable {
         let d = parts.count == 2 ? Int64(parts[1]) : 1
         guard let d, d > 0 else { return nil }
         self.init(n, d)
+    }
+}
+
+/// Exact arithmetic, in 128 bits and reduced: time bases (1/15360, 1/90000) times hours of ticks
+/// never overflow. `reelctl verify` computes every time in these (the port of its Python twin's
+/// `fractions.Fraction`); `Double` only for printing.
+extension Rational: Comparable {
+    public static func + (a: Rational, b: Rational) -> Rational {
+        Rational(wide: Int128(a.num) * Int128(b.den) + Int128(b.num) * Int128(a.den), Int128(a.den) * Int128(b.den))
+    }
+    public static func - (a: Rational, b: Rational) -> Rational {
+        Rational(wide: Int128(a.num) * Int128(b.den) - Int128(b.num) * Int128(a.den), Int128(a.den) * Int128(b.den))
+    }
+    public static func * (a: Rational, b: Rational) -> Rational {
+        Rational(wide: Int128(a.num) * Int128(b.num), Int128(a.den) * Int128(b.den))
+    }
+    public static func / (a: Rational, b: Rational) -> Rational {
+        Rational(wide: Int128(a.num) * Int128(b.den), Int128(a.den) * Int128(b.num))
+    }
+    public static func * (a: Rational, k: Int64) -> Rational { a * Rational(k) }
+    public static func < (a: Rational, b: Rational) -> Bool {
+        Int128(a.num) * Int128(b.den) < Int128(b.num) * Int128(a.den)
+    }
+    public var magnitude: Rational { num < 0 ? Rational(-num, den) : self }
+    /// "15/1", "1/15360": always with a denominator (`description` leaves out "/1").
+    public var ratioText: String { "\(num)/\(den)" }
+    /// For printing only.
+    public var double: Double { Double(num) / Double(den) }
+
+    /// floor(self), like Python's math.floor on a Fraction.
+    public var floor: Int64 {
+        let q = num / den
+        return (num % den != 0 && num < 0) ? q - 1 : q
+    }
+    /// ceil(self).
+    public var ceil: Int64 { -Rational(-num, den).floor }
+    /// round(self), halves to even, like Python's round(Fraction).
+    public var roundedHalfEven: Int64 {
+        let f = floor
+        let twice = (self - Rational(f)) * 2   // in [0, 2)
+        if twice < Rational(1) { return f }
+        if Rational(1) < twice { return f + 1 }
+        return f % 2 == 0 ? f : f + 1
+    }
+
+    /// The closest rational with denominator at most `maxDen`: Python's Fraction.limit_denominator.
+    public func limitDenominator(_ maxDen: Int64) -> Rational {
+        precondition(maxDen >= 1)
+        if den <= maxDen { return self }
+        var (p0, q0, p1, q1): (Int64, Int64, Int64, Int64) = (0, 1, 1, 0)
+        var (n, d) = (num, den)
+        while true {
+            let a = Rational(n, d).floor
+            let q2 = q0 + a * q1
+            if q2 > maxDen { break }
+            (p0, q0, p1, q1) = (p1, q1, p0 + a * p1, q2)
+            (n, d) = (d, n - a * d)
+        }
+        let k = (maxDen - q0) / q1
+        let bound1 = Rational(p0 + k * p1, q0 + k * q1)
+        let bound2 = Rational(p1, q1)
+        return (bound2 - self).magnitude <= (bound1 - self).magnitude ? bound2 : bound1
     }
 }
 

@@ -1,7 +1,9 @@
 /// `reelctl verify`'s analysis: a port of scripts/reel_verify.py (`analyze`, `defects`), the
 /// project's oracle for recordings of the synthetic sources of /work/shared/test-sources.md.
 /// Same measurements and the same thresholds; timestamps are exact (stream ticks and
-/// `Fraction` seconds), floating point is only used for luma means and the audio envelope.
+/// `Rational` seconds), floating point is only used for luma means and the audio envelope.
+
+import ReelCore
 
 public enum Thresholds {
     public static let flash = 200.0           // mean luma below the strip of a flash frame
@@ -14,7 +16,7 @@ public enum Thresholds {
 public struct FrameInfo: Sendable {
     public var i: Int
     public var pts: Int64?
-    public var t: Fraction?          // output time in seconds
+    public var t: Rational?          // output time in seconds
     public var ms: UInt32            // the strip's timecode
     public var n: Int64?             // the source frame index it names (nil: no frame carries it)
     public var flash: Bool
@@ -30,23 +32,23 @@ public struct GridError: Sendable {
 
 public struct VideoReport: Sendable {
     public var width: Int, height: Int
-    public var fps: Fraction
-    public var fpsFromPts: Fraction?
-    public var timeBase: Fraction
-    public var frameTicks: Fraction
+    public var fps: Rational
+    public var fpsFromPts: Rational?
+    public var timeBase: Rational
+    public var frameTicks: Rational
     public var frameCount: Int
     public var packetCount: Int
     public var firstPts: Int64?, lastPts: Int64?
     public var ptsSteps: [Int64]
     public var ptsGridErrors: [GridError]          // the first 20
     public var ptsGridErrorCount: Int
-    public var start: Fraction?, end: Fraction?, duration: Fraction?
+    public var start: Rational?, end: Rational?, duration: Rational?
     public var stripMarginMin: Double
     public var invalidTimecodes: [Int]             // the first 20
     public var flashCount: Int
     public var flashMismatches: [Int]              // the first 20
     public var frames: [FrameInfo]
-    public var frameMs: Double { (Fraction(1000) / fps).double }
+    public var frameMs: Double { (Rational(1000) / fps).double }
 }
 
 public struct Segment: Sendable {
@@ -54,18 +56,18 @@ public struct Segment: Sendable {
     public var firstMs: UInt32, lastMs: UInt32
     public var firstN: Int64?, lastN: Int64?
     public var frames: Int
-    public var outStart: Fraction?
+    public var outStart: Rational?
     /// Source span covered: [t_first, t_last + one frame).
-    public var sourceStart: Fraction?, sourceEnd: Fraction?
+    public var sourceStart: Rational?, sourceEnd: Rational?
 }
 
 public struct Jump: Sendable {
     public var atFrame: Int
-    public var outTime: Fraction?
+    public var outTime: Rational?
     public var pauseFrames: Int64?
-    public var pauseMs: Fraction?                  // exact: skipped frames / fps * 1000
+    public var pauseMs: Rational?                  // exact: skipped frames / fps * 1000
     public var rawMsJump: Int64
-    public var windowSource: (Fraction?, Fraction?)?
+    public var windowSource: (Rational?, Rational?)?
 }
 
 public struct BeepInfo: Sendable {
@@ -81,27 +83,27 @@ public struct AudioReport: Sendable {
     public var sampleRate: Int, channels: Int
     public var samples: Int64
     /// Output time of sample 0: the first decoded frame's pts (priming already dropped).
-    public var start: Fraction
-    public var streamStartTime: Fraction?
+    public var start: Rational
+    public var streamStartTime: Rational?
     public var gaps: [AudioGap]
     public var gapCount: Int
     public var decodedFrames: Int
     public var maxChannelDifference: Int
     public var beeps: [BeepInfo]
-    public var duration: Fraction { Fraction(samples, Int64(max(1, sampleRate))) }
-    public var end: Fraction { start + duration }
+    public var duration: Rational { Rational(samples, Int64(max(1, sampleRate))) }
+    public var end: Rational { start + duration }
 }
 
 public struct Pair: Sendable {
     public var frame: Int
     public var sourceMs: UInt32
-    public var t: Fraction
+    public var t: Rational
     public var beepOnset: Double
     public var offsetMs: Double        // beep onset minus flash time, rounded to 1 us
 }
 
 public struct UnpairedFlash: Sendable {
-    public var i: Int, t: Fraction?, ms: UInt32
+    public var i: Int, t: Rational?, ms: UInt32
     public var nearestBeepMs: Double?
 }
 
@@ -136,17 +138,17 @@ public struct Report: Sendable {
 // MARK: - The contract's signals as functions of the source frame index
 
 /// Timecode of source frame n: floor(n / fps * 1000).
-public func sourceMs(_ n: Int64, fps: Fraction) -> Int64 { (Fraction(n) / fps * 1000).floor }
+public func sourceMs(_ n: Int64, fps: Rational) -> Int64 { (Rational(n) / fps * 1000).floor }
 
 /// The unique frame n with floor(n / fps * 1000) == ms, or nil when no frame carries it.
-public func frameIndex(fromMs ms: UInt32, fps: Fraction) -> Int64? {
-    let n = (Fraction(Int64(ms)) * fps / Fraction(1000)).ceil
+public func frameIndex(fromMs ms: UInt32, fps: Rational) -> Int64? {
+    let n = (Rational(Int64(ms)) * fps / Rational(1000)).ceil
     return sourceMs(n, fps: fps) == Int64(ms) ? n : nil
 }
 
 /// Frame n is a flash when n > 0 and floor(t_n) > floor(t_{n-1}).
-public func isFlashIndex(_ n: Int64, fps: Fraction) -> Bool {
-    n > 0 && (Fraction(n) / fps).floor > (Fraction(n - 1) / fps).floor
+public func isFlashIndex(_ n: Int64, fps: Rational) -> Bool {
+    n > 0 && (Rational(n) / fps).floor > (Rational(n - 1) / fps).floor
 }
 
 /// Python's round(x, digits) closely enough for reporting (halves to even).
@@ -169,7 +171,7 @@ public func analyze(path: String) throws(VerifyError) -> Report {
         (report.segments, report.jumps) = segments(v)
     }
     if let sa = s.streams.audio, let a = s.audio {
-        let start = a.firstPts.map { Fraction($0) * sa.timeBase } ?? sa.startTime ?? Fraction(0)
+        let start = a.firstPts.map { Rational($0) * sa.timeBase } ?? sa.startTime ?? Rational(0)
         let rate = Double(sa.sampleRate)
         report.audio = AudioReport(
             sampleRate: sa.sampleRate, channels: sa.channels, samples: a.samples, start: start,
@@ -231,11 +233,11 @@ func splitAtResumes(_ beeps: [BeepInfo], resumes: [(time: Double, flash: Bool)],
 }
 
 /// Frame rate: the stream's r_frame_rate when it agrees with the commonest pts step.
-func inferFps(_ rfr: Fraction?, steps: [Int64: Int], tb: Fraction) -> (Fraction?, Fraction?) {
-    var modeFps: Fraction? = nil
+func inferFps(_ rfr: Rational?, steps: [Int64: Int], tb: Rational) -> (Rational?, Rational?) {
+    var modeFps: Rational? = nil
     // numpy's unique + argmax: the smallest of the most frequent steps
     if let best = steps.max(by: { $0.value != $1.value ? $0.value < $1.value : $0.key > $1.key }), best.key > 0 {
-        modeFps = (Fraction(1) / (Fraction(best.key) * tb)).limitDenominator(1001)
+        modeFps = (Rational(1) / (Rational(best.key) * tb)).limitDenominator(1001)
     }
     if let rfr, rfr.num > 0, modeFps == nil || abs((rfr / modeFps!).double - 1) < 0.02 {
         return (rfr.limitDenominator(1001), modeFps)
@@ -250,15 +252,15 @@ func videoReport(_ sv: VideoStreamInfo, _ s: Scan) -> VideoReport {
     var stepCounts: [Int64: Int] = [:]
     if let p = allPts, p.count > 1 { for k in 1..<p.count { stepCounts[p[k] - p[k - 1], default: 0] += 1 } }
     let (fpsOpt, modeFps) = inferFps(sv.rFrameRate, steps: stepCounts, tb: tb)
-    let fps = fpsOpt ?? Fraction(1)                 // no rate at all: every timecode will read as foreign
-    let frameTicks = Fraction(1) / (fps * tb)
+    let fps = fpsOpt ?? Rational(1)                 // no rate at all: every timecode will read as foreign
+    let frameTicks = Rational(1) / (fps * tb)
 
     var frames: [FrameInfo] = []
     frames.reserveCapacity(s.frames.count)
     var margin = 255.0
     for (i, f) in s.frames.enumerated() {
         margin = min(margin, f.margin)
-        frames.append(FrameInfo(i: i, pts: f.pts, t: f.pts.map { Fraction($0) * tb }, ms: f.ms,
+        frames.append(FrameInfo(i: i, pts: f.pts, t: f.pts.map { Rational($0) * tb }, ms: f.ms,
                                 n: frameIndex(fromMs: f.ms, fps: fps), flash: f.lumaBelow > Thresholds.flash,
                                 lumaBelow: pyRound(f.lumaBelow, 1)))
     }
@@ -274,13 +276,13 @@ func videoReport(_ sv: VideoStreamInfo, _ s: Scan) -> VideoReport {
         }
     }
     let first = pts.first ?? nil, last = pts.last ?? nil
-    let endTicks = last.map { Fraction($0) + frameTicks }
+    let endTicks = last.map { Rational($0) + frameTicks }
     return VideoReport(
         width: sv.width, height: sv.height, fps: fps, fpsFromPts: modeFps, timeBase: tb, frameTicks: frameTicks,
         frameCount: frames.count, packetCount: s.videoPackets, firstPts: first, lastPts: last,
         ptsSteps: stepCounts.keys.sorted(), ptsGridErrors: gridErrors, ptsGridErrorCount: gridCount,
-        start: first.map { Fraction($0) * tb }, end: endTicks.map { $0 * tb },
-        duration: endTicks.flatMap { e in first.map { (e - Fraction($0)) * tb } },
+        start: first.map { Rational($0) * tb }, end: endTicks.map { $0 * tb },
+        duration: endTicks.flatMap { e in first.map { (e - Rational($0)) * tb } },
         stripMarginMin: pyRound(margin, 1),
         invalidTimecodes: Array(frames.filter { $0.n == nil }.map(\.i).prefix(20)),
         flashCount: frames.filter(\.flash).count,
@@ -305,8 +307,8 @@ func segments(_ v: VideoReport) -> ([Segment], [Jump]) {
     }
     if let c = cur { segs.append(c) }
     for k in segs.indices {
-        segs[k].sourceStart = segs[k].firstN.map { Fraction($0) / fps }
-        segs[k].sourceEnd = segs[k].lastN.map { Fraction($0 + 1) / fps }
+        segs[k].sourceStart = segs[k].firstN.map { Rational($0) / fps }
+        segs[k].sourceEnd = segs[k].lastN.map { Rational($0 + 1) / fps }
     }
     var jumps: [Jump] = []
     for k in segs.indices.dropFirst() {
@@ -319,7 +321,7 @@ func segments(_ v: VideoReport) -> ([Segment], [Jump]) {
         }
         let skipped = fb - la - 1
         jumps.append(Jump(atFrame: b.firstI, outTime: b.outStart, pauseFrames: skipped,
-                          pauseMs: Fraction(skipped) / fps * 1000, rawMsJump: raw,
+                          pauseMs: Rational(skipped) / fps * 1000, rawMsJump: raw,
                           windowSource: (a.sourceEnd, b.sourceStart)))
     }
     return (segs, jumps)
@@ -333,9 +335,9 @@ func sync(_ v: VideoReport, _ a: AudioReport?, _ jumps: [Jump]) -> SyncReport {
     let rate = Double(a?.sampleRate ?? 1)
     // Times relative to the audio's sample 0, so each offset is an exact rational difference
     // plus the onset's sub-sample position: beep onset minus flash time.
-    let audioStart = a?.start ?? Fraction(0)
+    let audioStart = a?.start ?? Rational(0)
     let onsets = beeps.map { $0.beep.onsetSample / rate }           // sorted ascending
-    let flashRel = flashes.map { (($0.t ?? Fraction(0)) - audioStart).double }
+    let flashRel = flashes.map { (($0.t ?? Rational(0)) - audioStart).double }
     /// Index of the onset nearest `x` (the first of equals, like numpy's argmin).
     func nearest(_ x: Double) -> Int {
         var lo = 0, hi = onsets.count
@@ -358,7 +360,7 @@ func sync(_ v: VideoReport, _ a: AudioReport?, _ jumps: [Jump]) -> SyncReport {
             continue
         }
         used.insert(k)
-        pairs.append(Pair(frame: f.i, sourceMs: f.ms, t: f.t ?? Fraction(0), beepOnset: beeps[k].onset,
+        pairs.append(Pair(frame: f.i, sourceMs: f.ms, t: f.t ?? Rational(0), beepOnset: beeps[k].onset,
                           offsetMs: pyRound(off * 1000, 3)))
     }
     // a beep with no flash is only legitimate when a resume cut it: its onset then sits on the

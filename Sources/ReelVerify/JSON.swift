@@ -1,3 +1,5 @@
+import ReelCore
+
 /// A small ordered JSON value and writer (keys keep the order they are given in, numbers print
 /// the shortest round-tripping form), so `reelctl verify --json` reads like the oracle's output.
 public indirect enum JSON: Sendable, Equatable {
@@ -73,7 +75,7 @@ extension JSON {
     static func opt(_ v: Int?) -> JSON { v.map { .int(Int64($0)) } ?? .null }
     static func opt(_ v: Double?) -> JSON { v.map { .double($0) } ?? .null }
     static func opt(_ v: String?) -> JSON { v.map { .string($0) } ?? .null }
-    static func opt(_ v: Fraction?) -> JSON { v.map { .string($0.description) } ?? .null }
+    static func opt(_ v: Rational?) -> JSON { v.map { .string($0.ratioText) } ?? .null }
     static func ints(_ v: [Int]) -> JSON { .array(v.map { .int(Int64($0)) }) }
     static func ints(_ v: [Int64]) -> JSON { .array(v.map { .int($0) }) }
 }

@@ -1,3 +1,4 @@
+import ReelCore
 import Foundation
 
 // MARK: - defects: the oracle's `defects()`, same rules, same thresholds
@@ -25,7 +26,7 @@ extension Report {
                        + pyList(v.ptsGridErrors.prefix(3).map { "{i: \($0.i), pts: \($0.pts), expected: \($0.expected), diff_ticks: \($0.diffTicks)}" }) + ")")
         }
         if let m = v.fpsFromPts, m != v.fps {
-            out.append("r_frame_rate \(v.fps) disagrees with the pts steps (\(m))")
+            out.append("r_frame_rate \(v.fps.ratioText) disagrees with the pts steps (\(m))")
         }
         if !v.invalidTimecodes.isEmpty {
             out.append("unreadable or foreign timecodes at frames \(Array(v.invalidTimecodes.prefix(10)))")
@@ -51,7 +52,7 @@ extension Report {
             // Compare where each stream *ends* on the output timeline: FFmpeg 5.1 reads a
             // fragmented MP4's edit list as a time offset and decodes the AAC priming before t=0.
             if let vEnd = v.end {
-                let diff = ((a.end - vEnd).magnitude * Fraction(Int64(a.sampleRate))).double
+                let diff = ((a.end - vEnd).magnitude * Rational(Int64(a.sampleRate))).double
                 if diff > Double(Thresholds.aacFrame) {
                     // A file cut short (crash, full disk) keeps audio up to x264's delay past its video.
                     let why = a.end > vEnd ? "; a file cut short by a crash or a full disk ends so" : ""
@@ -59,7 +60,7 @@ extension Report {
                                + "(\(fmt(diff, 0)) samples apart, more than one AAC frame\(why))")
                 }
             }
-            let vStart = v.start ?? Fraction(0)
+            let vStart = v.start ?? Rational(0)
             if ((a.start - vStart).magnitude * 1000).double > v.frameMs {
                 out.append("audio starts at \(fmt(a.start.double, 4)) s, video at \(fmt(vStart.double, 4)) s")
             }
@@ -103,18 +104,18 @@ extension Report {
         var L = ["file: \(file)"]
         if let s = streams.video {
             L.append("video: \(s.codec ?? "?") \(s.profile ?? "?") \(s.pixFmt ?? "?") \(s.width)x\(s.height) "
-                     + "tb=\(s.timeBase) start=\(optNum(s.startTime?.double)) r_frame_rate=\(s.rFrameRate.map { "\($0)" } ?? "?")")
+                     + "tb=\(s.timeBase.ratioText) start=\(optNum(s.startTime?.double)) r_frame_rate=\(s.rFrameRate?.ratioText ?? "?")")
         } else {
             L.append("video: none")
         }
         if let s = streams.audio {
             L.append("audio: \(s.codec ?? "?") \(s.profile ?? "?") \(s.sampleRate) Hz x\(s.channels) "
-                     + "tb=\(s.timeBase) start=\(optNum(s.startTime?.double))")
+                     + "tb=\(s.timeBase.ratioText) start=\(optNum(s.startTime?.double))")
         } else {
             L.append("audio: none")
         }
         if let v = video {
-            L.append("frames: \(v.frameCount) at \(v.fps) fps (frame \(fmt(v.frameMs, 3)) ms, \(num(v.frameTicks.double)) ticks); "
+            L.append("frames: \(v.frameCount) at \(v.fps.ratioText) fps (frame \(fmt(v.frameMs, 3)) ms, \(num(v.frameTicks.double)) ticks); "
                      + "pts \(v.firstPts.map(String.init) ?? "None")..\(v.lastPts.map(String.init) ?? "None") steps \(v.ptsSteps); "
                      + "off-grid \(v.ptsGridErrorCount)")
             for g in v.ptsGridErrors.prefix(5) {
@@ -173,13 +174,13 @@ extension Report {
 
 extension Report {
     public func json(syncToleranceMs: Double? = nil, extraDefects: [String] = []) -> JSON {
-        func secs(_ f: Fraction?) -> JSON { JSON.opt(f?.double) }
+        func secs(_ f: Rational?) -> JSON { JSON.opt(f?.double) }
         var streamsJ: [(String, JSON)] = [("format", .opt(streams.format))]
         if let s = streams.video {
             streamsJ.append(("video", .object([
                 ("index", .int(Int64(s.index))), ("codec", .opt(s.codec)), ("profile", .opt(s.profile)),
                 ("pix_fmt", .opt(s.pixFmt)), ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
-                ("time_base", .string(s.timeBase.description)), ("start_pts", .opt(s.startPts)),
+                ("time_base", .string(s.timeBase.ratioText)), ("start_pts", .opt(s.startPts)),
                 ("start_time", secs(s.startTime)), ("r_frame_rate", .opt(s.rFrameRate)),
                 ("avg_frame_rate", .opt(s.avgFrameRate)), ("nb_frames", .opt(s.nbFrames)),
             ])))
@@ -188,7 +189,7 @@ extension Report {
             streamsJ.append(("audio", .object([
                 ("index", .int(Int64(s.index))), ("codec", .opt(s.codec)), ("profile", .opt(s.profile)),
                 ("sample_rate", .int(Int64(s.sampleRate))), ("channels", .int(Int64(s.channels))),
-                ("time_base", .string(s.timeBase.description)), ("start_pts", .opt(s.startPts)),
+                ("time_base", .string(s.timeBase.ratioText)), ("start_pts", .opt(s.startPts)),
                 ("start_time", secs(s.startTime)),
             ])))
         } else { streamsJ.append(("audio", .null)) }
@@ -197,8 +198,8 @@ extension Report {
         if let v = video {
             videoJ = .object([
                 ("width", .int(Int64(v.width))), ("height", .int(Int64(v.height))),
-                ("fps", .string(v.fps.description)), ("fps_from_pts", .opt(v.fpsFromPts)),
-                ("frame_ms", .double(v.frameMs)), ("time_base", .string(v.timeBase.description)),
+                ("fps", .string(v.fps.ratioText)), ("fps_from_pts", .opt(v.fpsFromPts)),
+                ("frame_ms", .double(v.frameMs)), ("time_base", .string(v.timeBase.ratioText)),
                 ("frame_ticks", .double(v.frameTicks.double)),
                 ("frame_count", .int(Int64(v.frameCount))), ("packet_count", .int(Int64(v.packetCount))),
                 ("first_pts", .opt(v.firstPts)), ("last_pts", .opt(v.lastPts)),
@@ -292,8 +293,8 @@ extension Report {
 
 /// A pause window in source time: [pause, resume), exact.
 public struct PauseWindow: Sendable {
-    public var pause: Fraction, resume: Fraction
-    public init(pause: Fraction, resume: Fraction) { self.pause = pause; self.resume = resume }
+    public var pause: Rational, resume: Rational
+    public init(pause: Rational, resume: Rational) { self.pause = pause; self.resume = resume }
 
     /// The pauses the file must show once `undone` takes (source spans from a take's start to its
     /// pause or undo) are removed: an undone take counts as pause, so it joins the pauses it
@@ -317,8 +318,8 @@ extension Report {
     /// jump equals resume - pause within `tolLen`; each segment ends at its pause and the next
     /// starts at its resume within `tolPos`; no frame starts inside [pause + tolPos, resume - tolPos).
     /// With `stop`, the last segment ends at stop within `tolStop`. Tolerances in seconds.
-    public func scheduleDefects(_ pauses: [PauseWindow], tolPos: Fraction, tolLen: Fraction,
-                                stop: Fraction? = nil, tolStop: Fraction = Fraction(0)) -> [String] {
+    public func scheduleDefects(_ pauses: [PauseWindow], tolPos: Rational, tolLen: Rational,
+                                stop: Rational? = nil, tolStop: Rational = Rational(0)) -> [String] {
         guard let v = video else { return ["no video"] }
         var out: [String] = []
         let segs = segments
@@ -328,7 +329,7 @@ extension Report {
         }
         for (k, (p, j)) in zip(pauses, jumps).enumerated() {
             let want = p.resume - p.pause
-            if j.pauseMs == nil || tolLen < (j.pauseMs! / Fraction(1000) - want).magnitude {
+            if j.pauseMs == nil || tolLen < (j.pauseMs! / Rational(1000) - want).magnitude {
                 out.append("pause \(k): jump \(j.pauseMs.map { fmt($0.double, 3) } ?? "None") ms, measured pause "
                            + "\(fmt(want.double * 1000, 1)) ms (tolerance \(fmt(tolLen.double * 1000, 1)) ms)")
             }
@@ -336,7 +337,7 @@ extension Report {
         for (k, p) in pauses.enumerated() {
             let inside = v.frames.filter { f in
                 guard let n = f.n else { return false }
-                let t = Fraction(n) / v.fps
+                let t = Rational(n) / v.fps
                 return !(t < p.pause + tolPos) && t < p.resume - tolPos
             }
             if !inside.isEmpty {

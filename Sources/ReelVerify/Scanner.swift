@@ -1,5 +1,6 @@
 internal import CFFmpeg
 internal import CFFmpegShim
+import ReelCore
 import Synchronization
 
 /// Why a file could not be analysed at all (`reelctl verify` exits 2): names the file and the fix.
@@ -18,12 +19,12 @@ public struct VideoStreamInfo: Sendable {
     public var pixFmt: String?
     public var width: Int
     public var height: Int
-    public var timeBase: Fraction
+    public var timeBase: Rational
     public var startPts: Int64?
-    public var rFrameRate: Fraction?
-    public var avgFrameRate: Fraction?
+    public var rFrameRate: Rational?
+    public var avgFrameRate: Rational?
     public var nbFrames: Int?
-    public var startTime: Fraction? { startPts.map { Fraction($0) * timeBase } }
+    public var startTime: Rational? { startPts.map { Rational($0) * timeBase } }
 }
 
 public struct AudioStreamInfo: Sendable {
@@ -32,9 +33,9 @@ public struct AudioStreamInfo: Sendable {
     public var profile: String?
     public var sampleRate: Int
     public var channels: Int
-    public var timeBase: Fraction
+    public var timeBase: Rational
     public var startPts: Int64?
-    public var startTime: Fraction? { startPts.map { Fraction($0) * timeBase } }
+    public var startTime: Rational? { startPts.map { Rational($0) * timeBase } }
 }
 
 public struct StreamsInfo: Sendable {
@@ -53,7 +54,7 @@ struct ScannedFrame: Sendable {
 
 public struct AudioGap: Sendable {
     public var pts: Int64
-    public var expected: Fraction   // in stream ticks
+    public var expected: Rational   // in stream ticks
     public var gapMs: Double
 }
 
@@ -120,7 +121,7 @@ func avText(_ code: Int32) -> String {
 
 private func cString(_ p: UnsafePointer<CChar>?) -> String? { p.map { String(cString: $0) } }
 
-private func fraction(_ r: AVRational) -> Fraction? { r.den == 0 || r.num == 0 ? nil : Fraction(Int64(r.num), Int64(r.den)) }
+private func fraction(_ r: AVRational) -> Rational? { r.den == 0 || r.num == 0 ? nil : Rational(Int64(r.num), Int64(r.den)) }
 
 // MARK: - The strip reader
 
@@ -218,7 +219,7 @@ private func scanUnlocked(path: String) throws(VerifyError) -> Scan {
     var vIndex: Int32 = -1, aIndex: Int32 = -1
     for k in 0..<Int(fmt.pointee.nb_streams) {
         guard let st = fmt.pointee.streams[k], let par = st.pointee.codecpar else { continue }
-        let tb = fraction(st.pointee.time_base) ?? Fraction(1, 1)
+        let tb = fraction(st.pointee.time_base) ?? Rational(1, 1)
         let start: Int64? = st.pointee.start_time == Int64.min ? nil : st.pointee.start_time
         let codec = cString(avcodec_get_name(par.pointee.codec_id))
         let profile = par.pointee.profile == FF_PROFILE_UNKNOWN ? nil : cString(avcodec_profile_name(par.pointee.codec_id, par.pointee.profile))
@@ -301,12 +302,12 @@ private func scanUnlocked(path: String) throws(VerifyError) -> Scan {
         if audio.frames == 0 { audio.firstPts = pts }
         if let pts, let last = lastAudio {
             // the next frame must start exactly where this one ended
-            let want = Fraction(last.pts) + Fraction(Int64(last.samples), Int64(info.sampleRate)) / info.timeBase
-            if Fraction(pts) != want {
+            let want = Rational(last.pts) + Rational(Int64(last.samples), Int64(info.sampleRate)) / info.timeBase
+            if Rational(pts) != want {
                 audio.gapCount += 1
                 if audio.gaps.count < 20 {
                     audio.gaps.append(AudioGap(pts: pts, expected: want,
-                                               gapMs: ((Fraction(pts) - want) * info.timeBase * 1000).double))
+                                               gapMs: ((Rational(pts) - want) * info.timeBase * 1000).double))
                 }
             }
         }

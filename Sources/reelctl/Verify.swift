@@ -1,3 +1,4 @@
+import ReelCore
 import ArgumentParser
 import Foundation
 import ReelVerify
@@ -54,21 +55,21 @@ struct Verify: ParsableCommand {
     }
 
     /// The --pause windows and the schedule tolerance in seconds, parsed exactly.
-    func schedule() throws -> ([PauseWindow], Fraction) {
+    func schedule() throws -> ([PauseWindow], Rational) {
         func window(_ text: String, _ option: String, _ a: String, _ b: String) throws -> PauseWindow {
             let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-            guard parts.count == 2, let p = Fraction(parsing: String(parts[0])), let r = Fraction(parsing: String(parts[1])),
-                  !(p < Fraction(0)), p < r else {
+            guard parts.count == 2, let p = Rational(exactDecimal: String(parts[0])), let r = Rational(exactDecimal: String(parts[1])),
+                  !(p < Rational(0)), p < r else {
                 throw ValidationError("invalid \(option) '\(text)': use \(a):\(b) in source seconds with \(a) < \(b), e.g. 2.0667:2.6667 or 31/15:40/15")
             }
             return PauseWindow(pause: p, resume: r)
         }
         let windows = PauseWindow.merging(pauses: try pauses.map { try window($0, "--pause", "PAUSE", "RESUME") },
                                           undone: try undone.map { try window($0, "--undone", "START", "END") })
-        guard let tol = Fraction(parsing: scheduleToleranceMs), !(tol < Fraction(0)) else {
+        guard let tol = Rational(exactDecimal: scheduleToleranceMs), !(tol < Rational(0)) else {
             throw ValidationError("invalid --schedule-tolerance-ms '\(scheduleToleranceMs)': use a non-negative number of milliseconds")
         }
-        return (windows, tol / Fraction(1000))
+        return (windows, tol / Rational(1000))
     }
 
     func run() throws {

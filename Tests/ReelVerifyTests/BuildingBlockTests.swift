@@ -1,3 +1,4 @@
+import ReelCore
 import Foundation
 import XCTest
 
@@ -7,7 +8,7 @@ import XCTest
 /// helpers, the strip reader, and the streamed beep detector (chunking must not matter).
 final class BuildingBlockTests: XCTestCase {
     func testTimecodeInvertsExactly() {
-        for fps in [Fraction(15), Fraction(25), Fraction(30), Fraction(60), Fraction(30000, 1001), Fraction(24000, 1001)] {
+        for fps in [Rational(15), Rational(25), Rational(30), Rational(60), Rational(30000, 1001), Rational(24000, 1001)] {
             for n in stride(from: Int64(0), to: 20000, by: 7) {
                 let ms = UInt32(sourceMs(n, fps: fps))
                 XCTAssertEqual(frameIndex(fromMs: ms, fps: fps), n, "\(fps) frame \(n)")
@@ -15,34 +16,34 @@ final class BuildingBlockTests: XCTestCase {
                 XCTAssertTrue(next == nil || next == n + 1, "\(fps) frame \(n)")
             }
             let flashes = (0..<Int64(200)).filter { isFlashIndex($0, fps: fps) }
-            let want = (1..<Int64(200)).filter { (Fraction($0) / fps).floor > (Fraction($0 - 1) / fps).floor }
+            let want = (1..<Int64(200)).filter { (Rational($0) / fps).floor > (Rational($0 - 1) / fps).floor }
             XCTAssertEqual(flashes, want)
         }
-        XCTAssertEqual((0..<Int64(46)).filter { isFlashIndex($0, fps: Fraction(15)) }, [15, 30, 45])
+        XCTAssertEqual((0..<Int64(46)).filter { isFlashIndex($0, fps: Rational(15)) }, [15, 30, 45])
     }
 
     func testFractionMatchesPython() {
-        // Python: Fraction(15360, 1024) / values from fractions.Fraction.limit_denominator
-        XCTAssertEqual(Fraction(1, 1) / (Fraction(1001) * Fraction(1, 30000)), Fraction(30000, 1001))
-        XCTAssertEqual(Fraction(314159, 100000).limitDenominator(1001), Fraction(355, 113))
-        XCTAssertEqual(Fraction(2997, 100).limitDenominator(1001), Fraction(2997, 100))
-        XCTAssertEqual(Fraction(29970029, 1000000).limitDenominator(1001), Fraction(30000, 1001))
-        XCTAssertEqual(Fraction(5, 2).roundedHalfEven, 2)
-        XCTAssertEqual(Fraction(7, 2).roundedHalfEven, 4)
-        XCTAssertEqual(Fraction(-5, 2).roundedHalfEven, -2)
-        XCTAssertEqual(Fraction(-7, 3).floor, -3)
-        XCTAssertEqual(Fraction(-7, 3).ceil, -2)
-        XCTAssertEqual(Fraction(parsing: "2.0667"), Fraction(20667, 10000))
-        XCTAssertEqual(Fraction(parsing: "31/15"), Fraction(31, 15))
-        XCTAssertEqual(Fraction(parsing: "-0.5"), Fraction(-1, 2))
-        XCTAssertEqual(Fraction(parsing: ".25"), Fraction(1, 4))
-        XCTAssertEqual(Fraction(parsing: "7"), Fraction(7))
-        for bad in ["", "-", "1.2.3", "x", "1/0", "1e3", "."] { XCTAssertNil(Fraction(parsing: bad), bad) }
-        XCTAssertEqual(inferFps(Fraction(15), steps: [1024: 78], tb: Fraction(1, 15360)).0, Fraction(15))
+        // Python: Rational(15360, 1024) / values from fractions.Rational.limit_denominator
+        XCTAssertEqual(Rational(1, 1) / (Rational(1001) * Rational(1, 30000)), Rational(30000, 1001))
+        XCTAssertEqual(Rational(314159, 100000).limitDenominator(1001), Rational(355, 113))
+        XCTAssertEqual(Rational(2997, 100).limitDenominator(1001), Rational(2997, 100))
+        XCTAssertEqual(Rational(29970029, 1000000).limitDenominator(1001), Rational(30000, 1001))
+        XCTAssertEqual(Rational(5, 2).roundedHalfEven, 2)
+        XCTAssertEqual(Rational(7, 2).roundedHalfEven, 4)
+        XCTAssertEqual(Rational(-5, 2).roundedHalfEven, -2)
+        XCTAssertEqual(Rational(-7, 3).floor, -3)
+        XCTAssertEqual(Rational(-7, 3).ceil, -2)
+        XCTAssertEqual(Rational(exactDecimal: "2.0667"), Rational(20667, 10000))
+        XCTAssertEqual(Rational(exactDecimal: "31/15"), Rational(31, 15))
+        XCTAssertEqual(Rational(exactDecimal: "-0.5"), Rational(-1, 2))
+        XCTAssertEqual(Rational(exactDecimal: ".25"), Rational(1, 4))
+        XCTAssertEqual(Rational(exactDecimal: "7"), Rational(7))
+        for bad in ["", "-", "1.2.3", "x", "1/0", "1e3", "."] { XCTAssertNil(Rational(exactDecimal: bad), bad) }
+        XCTAssertEqual(inferFps(Rational(15), steps: [1024: 78], tb: Rational(1, 15360)).0, Rational(15))
         // r_frame_rate far from the pts steps: the steps win
-        let (fps, mode) = inferFps(Fraction(30), steps: [1024: 78, 3072: 1], tb: Fraction(1, 15360))
-        XCTAssertEqual(fps, Fraction(15))
-        XCTAssertEqual(mode, Fraction(15))
+        let (fps, mode) = inferFps(Rational(30), steps: [1024: 78, 3072: 1], tb: Rational(1, 15360))
+        XCTAssertEqual(fps, Rational(15))
+        XCTAssertEqual(mode, Rational(15))
     }
 
     func testStripReaderReadsTheContractFrame() {

@@ -1,3 +1,4 @@
+import ReelCore
 import Foundation
 import XCTest
 
@@ -7,9 +8,9 @@ import XCTest
 /// contract's sources (Synth) must read exactly as built, and each broken variant must be caught
 /// for the right reason. Then the same files through the Python oracle: the two must agree.
 final class VerifyTests: XCTestCase {
-    static let fps = Fraction(15)
-    static let pauses = [PauseWindow(pause: Fraction(31, 15), resume: Fraction(40, 15)),
-                         PauseWindow(pause: Fraction(66, 15), resume: Fraction(76, 15))]
+    static let fps = Rational(15)
+    static let pauses = [PauseWindow(pause: Rational(31, 15), resume: Rational(40, 15)),
+                         PauseWindow(pause: Rational(66, 15), resume: Rational(76, 15))]
 
     override class func tearDown() {
         Synth.removeFiles()
@@ -23,7 +24,7 @@ final class VerifyTests: XCTestCase {
     func testGoodRecordingReadsExactly() throws {
         let r = try report("good")
         XCTAssertEqual(r.defects(), [], r.text())
-        XCTAssertEqual(r.scheduleDefects(Self.pauses, tolPos: Fraction(0), tolLen: Fraction(0)), [])
+        XCTAssertEqual(r.scheduleDefects(Self.pauses, tolPos: Rational(0), tolLen: Rational(0)), [])
         let sv = try XCTUnwrap(r.streams.video), sa = try XCTUnwrap(r.streams.audio)
         XCTAssertEqual([sv.codec, sv.profile, sv.pixFmt], ["h264", "High", "yuv420p"])
         XCTAssertEqual([sa.codec, sa.profile], ["aac", "LC"])
@@ -37,8 +38,8 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(v.frames.map(\.ms), want.map { UInt32($0 * 1000 / 15) })
         XCTAssertEqual(r.segments.map { [$0.firstMs, $0.lastMs] }, [[0, 2000], [2666, 4333], [5066, 6466]])
         XCTAssertEqual(r.jumps.map(\.pauseFrames), [9, 10])
-        XCTAssertEqual(r.jumps.map(\.pauseMs), [Fraction(600), Fraction(2000, 3)])
-        XCTAssertEqual(r.jumps.map(\.outTime), [Fraction(31, 15), Fraction(57, 15)])
+        XCTAssertEqual(r.jumps.map(\.pauseMs), [Rational(600), Rational(2000, 3)])
+        XCTAssertEqual(r.jumps.map(\.outTime), [Rational(31, 15), Rational(57, 15)])
         // flashes 1, 2, 3, 4, 6 survive; flash 5 fell in the second pause
         let sy = try XCTUnwrap(r.sync)
         XCTAssertEqual(sy.pairs.map(\.sourceMs), [1000, 2000, 3000, 4000, 6000])
@@ -46,14 +47,14 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(sy.unpairedFlashes.isEmpty && sy.unpairedBeeps.isEmpty)
         // beep 5's tail starts exactly at the second resume: a cut, not a defect
         XCTAssertEqual(sy.cutBeepsAtResume.count, 1)
-        XCTAssertEqual(sy.cutBeepsAtResume[0].onset, Fraction(57, 15).double, accuracy: 0.001)
+        XCTAssertEqual(sy.cutBeepsAtResume[0].onset, Rational(57, 15).double, accuracy: 0.001)
         // beep 2 is cut short by the first pause (66.7 ms kept) and still paired with flash 2
         let a = try XCTUnwrap(r.audio)
         let b2 = a.beeps.filter { abs($0.onset - 2.0) < 0.01 }
         XCTAssertEqual(b2.count, 1)
         XCTAssertTrue(b2[0].truncated)
         XCTAssertEqual(b2[0].beep.durationMs, 1000.0 / 15, accuracy: 1)
-        XCTAssertLessThanOrEqual(((a.end - v.end!).magnitude * Fraction(48000)).double, 1024)
+        XCTAssertLessThanOrEqual(((a.end - v.end!).magnitude * Rational(48000)).double, 1024)
         XCTAssertEqual(a.gapCount, 0)
         XCTAssertEqual(r.errors, [])
     }
@@ -65,7 +66,7 @@ final class VerifyTests: XCTestCase {
         for o in offs { XCTAssertEqual(o, 40, accuracy: 1) }
         let d = r.defects()
         XCTAssertTrue(d.contains { $0.contains("5 flash/beep pairs off by more than 33.3 ms") }, "\(d)")
-        XCTAssertEqual(r.scheduleDefects(Self.pauses, tolPos: Fraction(0), tolLen: Fraction(0)), [],
+        XCTAssertEqual(r.scheduleDefects(Self.pauses, tolPos: Rational(0), tolLen: Rational(0)), [],
                        "video untouched: the schedule still reads exactly")
         // a looser tolerance accepts it
         XCTAssertEqual(r.defects(syncToleranceMs: 45), [])
@@ -77,11 +78,11 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(r.segments[1].frames, 1)
         XCTAssertEqual(r.segments[1].firstMs, 2333)
         XCTAssertEqual(r.jumps.map(\.pauseFrames), [4, 4, 10])
-        let d = r.scheduleDefects(Self.pauses, tolPos: Fraction(0), tolLen: Fraction(0))
+        let d = r.scheduleDefects(Self.pauses, tolPos: Rational(0), tolLen: Rational(0))
         XCTAssertTrue(d.contains { $0.contains("frames from inside it") && $0.contains("2333") }, "\(d)")
         XCTAssertTrue(d.contains { $0.contains("4 segments, want 3") }, "\(d)")
         // even with the loosest tolerance the e2e tests use (one frame + 50 ms)
-        let loose = Fraction(1, 15) + Fraction(1, 20)
+        let loose = Rational(1, 15) + Rational(1, 20)
         XCTAssertTrue(r.scheduleDefects(Self.pauses, tolPos: loose, tolLen: loose).contains { $0.contains("frames from inside it") })
     }
 
@@ -95,7 +96,7 @@ final class VerifyTests: XCTestCase {
         let d = r.defects()
         XCTAssertTrue(d.contains { $0.contains("off the one-frame grid") }, "\(d)")
         // the strip still reads right: segments and jumps alone would not catch it
-        XCTAssertEqual(r.scheduleDefects(Self.pauses, tolPos: Fraction(0), tolLen: Fraction(0)), [])
+        XCTAssertEqual(r.scheduleDefects(Self.pauses, tolPos: Rational(0), tolLen: Rational(0)), [])
     }
 
     func testCatchesAudioGapAtResume() throws {
@@ -262,14 +263,14 @@ final class VerifyTests: XCTestCase {
 /// `reelctl verify --undone`: an undone take counts as pause and joins the pauses it touches.
 final class UndoneScheduleTests: XCTestCase {
     func testUndoneTakesJoinThePausesTheyTouch() {
-        func w(_ a: Int, _ b: Int) -> PauseWindow { PauseWindow(pause: Fraction(Int64(a), 10), resume: Fraction(Int64(b), 10)) }
+        func w(_ a: Int, _ b: Int) -> PauseWindow { PauseWindow(pause: Rational(Int64(a), 10), resume: Rational(Int64(b), 10)) }
         // pause 1.5-2.0, take 2.0-3.0 undone while recording, paused 3.0-3.5, take 3.5-4.8 undone
         // after its pause 4.8-5.4, and a later ordinary pause 7.0-7.5.
         let merged = PauseWindow.merging(pauses: [w(15, 20), w(30, 35), w(48, 54), w(70, 75)], undone: [w(20, 30), w(35, 48)])
-        XCTAssertEqual(merged.map { [$0.pause, $0.resume] }, [[Fraction(15, 10), Fraction(54, 10)], [Fraction(7), Fraction(75, 10)]])
+        XCTAssertEqual(merged.map { [$0.pause, $0.resume] }, [[Rational(15, 10), Rational(54, 10)], [Rational(7), Rational(75, 10)]])
         // The first take undone: the file starts at the next resume (a window from 0).
         let first = PauseWindow.merging(pauses: [w(10, 12)], undone: [w(0, 10)])
-        XCTAssertEqual(first.map { [$0.pause, $0.resume] }, [[Fraction(0), Fraction(12, 10)]])
+        XCTAssertEqual(first.map { [$0.pause, $0.resume] }, [[Rational(0), Rational(12, 10)]])
         // Nothing undone: the pauses as given.
         XCTAssertEqual(PauseWindow.merging(pauses: [w(10, 12), w(20, 25)], undone: []).count, 2)
     }

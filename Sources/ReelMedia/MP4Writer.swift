@@ -221,9 +221,13 @@ public final class MP4Writer: @unchecked Sendable {
         let ctx = out.p
         self.out = out
         packet = try AVPacketBox(what)
-        let fd = Sys.eintrSafe { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666) }
-        if fd < 0 {
-            let e = errno
+        // Created, never opened: not through a link planted at its name, not over a file there.
+        let fd: Int32
+        do { fd = try Sys.createExclusive(path, mode: 0o666) } catch {
+            let e = error.errno
+            if e == EEXIST {
+                throw MediaError(Sys.createFailure(path, errno: e, fix: "Reel never writes through a link or over a file; choose another name"), systemError: e)
+            }
             throw MediaError("cannot open '\(path)' for writing: \(Errno.text(e)) (\(Self.openFailureHint(errno: e, dir: directory(of: path))))", systemError: e)
         }
         self.fd = fd

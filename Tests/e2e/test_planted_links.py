@@ -50,6 +50,21 @@ def test_a_planted_part_link_is_not_followed(reeld):
     assert "x.mp4.part" in c.err and "symbolic link" in c.err, c
 
 
+def test_a_file_planted_at_the_final_name_is_not_replaced(reeld):
+    """Between `start` and `stop` something takes NAME.mp4: the recording must not replace it
+    (today the final rename did); it is kept under the next free name, which stop prints."""
+    r = reeld("planted-final")
+    r.ctl("start", "--name", "y")
+    assert r.wait_notify_after(0, lambda l: l == "STATUS=recording 00:00:01, 1 segment", 10)
+    final = os.path.join(r.out_dir, "y.mp4")
+    before = victim(final)
+    got = r.ctl("stop").out.strip()
+    assert open(final, "rb").read() == before, "the recording replaced a file at its final name"
+    assert got == os.path.join(r.out_dir, "y-2.mp4"), got
+    assert os.path.getsize(got) > 10_000
+    assert r.status()["lastFile"] == got
+
+
 def test_a_snapshot_is_not_written_through_a_link_or_over_a_file(reeld):
     r = reeld("planted-snapshot")
     rec = os.path.join(r.out_dir, "lecture.mp4")

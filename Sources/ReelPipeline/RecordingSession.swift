@@ -514,7 +514,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         if h264 != nil { try renewVideoEncoder(drain: false) }
         if rb.take == 1 {
             // No take left: the file starts again (same path and inode, so the lock and the syncer hold).
-            mux = try MP4Writer(path: partPath, video: h264, audio: aac, fragmentMicros: mux.fragmentMicros)
+            mux = try MP4Writer(path: partPath, video: h264, audio: aac, fragmentMicros: mux.fragmentMicros, restart: true)
             if let syncer { mux.onFragmentWritten = { syncer.request() } }
             if let f = config.audioFormat {
                 discardAAC()

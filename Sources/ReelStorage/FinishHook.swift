@@ -42,9 +42,17 @@ public enum FinishHook {
                            logger: Logger, whenDone: @escaping @Sendable () -> Void = {}) {
         guard let program = argv.first else { whenDone(); return }
         let args = argv + [file]
-        var env = ProcessInfo.processInfo.environment
-        for (k, v) in environment { env[k] = v }
-        let envp = env.map { "\($0.key)=\($0.value)" }
+        // reeld's environment as it is now (it unset NOTIFY_SOCKET and the watchdog's), ours added.
+        var envp: [String] = []
+        // Unsafe: environ is a NULL-terminated array of C strings, read (not kept) before the next setenv.
+        var entry = environ
+        while let c = entry.pointee {
+            let text = String(cString: c)
+            if !environment.keys.contains(where: { text.hasPrefix($0 + "=") }) { envp.append(text) }
+            entry += 1
+        }
+        envp += environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        let childEnvironment = envp
         // Spawned from a thread of its own, which first takes the default scheduling: the child
         // inherits the spawning thread's policy and nice, and posix_spawn cannot set nice.
         let spawned = Promise<Int32>()  // the pid, or minus the errno
@@ -53,7 +61,7 @@ public enum FinishHook {
             if resetFailed != 0 {
                 logger.notice("on_finish: \(program) inherits reeld's scheduling priority (cannot reset this thread's: \(Errno.text(resetFailed)))")
             }
-            let pid = spawn(program, args, envp)
+            let pid = spawn(program, args, childEnvironment)
             spawned.fulfill(pid)
             guard pid > 0 else { return }
             reap(pid, program: program, file: file, timeoutNs: timeoutNs, logger: logger, whenDone: whenDone)

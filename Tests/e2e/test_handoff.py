@@ -9,6 +9,7 @@ returned every hook it started has written its line: that is the event the tests
 import os
 import select
 import signal
+import subprocess
 import tempfile
 
 HOOK = """#!/bin/sh
@@ -176,3 +177,14 @@ def test_the_hook_does_not_inherit_reelds_scheduling_policy_or_nice(reeld):
     assert int(fields[38]) == os.SCHED_OTHER, f"the hook runs at policy {fields[38]}, not SCHED_OTHER (0)"
     if root:
         assert int(fields[16]) == 0, f"the hook runs at nice {fields[16]}, not 0"
+
+
+def test_a_one_shot_recording_leaves_no_marker(reel_bin_dir, tmp_path):
+    """`reeld record` (no on_finish there) goes through the same hand-off: the file, nothing else."""
+    out = tmp_path / "one.mp4"
+    p = subprocess.run([os.path.join(reel_bin_dir, "reeld"), "record", "--output", str(out), "--video", "test",
+                        "--audio", "test", "--size", "320x180", "--duration", "1"],
+                       env=dict(os.environ, REEL_CONFIG="/dev/null"), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == str(out), p.stdout
+    assert sorted(os.listdir(tmp_path)) == ["one.mp4"], os.listdir(tmp_path)

@@ -31,7 +31,7 @@ public struct FinishedFile: Sendable, Equatable {
 /// source or write, start-up recovery):
 ///
 /// 1. a marker `.NAME.handoff` (holding how it was finished) is created in the output directory
-///    and the directory synced;
+///    and the directory synced (an empty marker, after a power cut, counts as `recovery`);
 /// 2. `NAME.part` is renamed to `NAME`, never replacing anything there (the next free name
 ///    `alternative(k)` instead) and the directory synced (`place`);
 /// 3. on_finish runs (`handOn`) and the marker is removed once it has exited (or been killed at
@@ -104,7 +104,7 @@ public enum Handoff {
     }
 
     /// Creates the marker (removing one a crash left for the same name: a name, never what it
-    /// points to) holding `by`, synced. False, logged, when it cannot be written.
+    /// points to) holding `by`. False, logged, when it cannot be written.
     private static func writeMarker(_ path: String, by: FinishedBy, logger: Logger) -> Bool {
         if unlink(path) != 0, errno != ENOENT {
             logger.warning("cannot remove the stale hand-off marker \(path): \(Errno.current)")
@@ -115,7 +115,8 @@ public enum Handoff {
             let text = Array("\(by.rawValue)\n".utf8)
             // Unsafe: the array's storage lives for the call.
             if let e = text.withUnsafeBytes({ Sys.writeFully(fd, $0).errno }) { throw SystemError(call: "write", errno: e) }
-            _ = try Sys.retrying("fsync") { fsync(fd) }
+            // Not fsynced: the directory sync in `place` makes its name durable, and a marker a
+            // power cut leaves empty still hands its file on (as `recovery`). One sync less per file.
             return true
         } catch {
             let why = Sys.createFailure(path, errno: (error as? SystemError)?.errno ?? EIO,

@@ -155,15 +155,16 @@ def test_the_hook_does_not_inherit_reelds_scheduling_policy_or_nice(reeld):
     os.chmod(hook, 0o755)
     root = os.geteuid() == 0
     # This thread's policy and nice are what the reeld it forks inherits; put back right after.
+    policy, nice = os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0)
     os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     if root:
         os.setpriority(os.PRIO_PROCESS, 0, -5)
     try:
         r = reeld("hook-prio", **{"on-finish": hook})
     finally:
-        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        os.sched_setscheduler(0, policy, os.sched_param(0))
         if root:
-            os.setpriority(os.PRIO_PROCESS, 0, 0)
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
     fields = open(f"/proc/{r.proc.pid}/stat").read().rsplit(")", 1)[1].split()
     assert int(fields[38]) == os.SCHED_BATCH, f"reeld is not at SCHED_BATCH: nothing is tested ({fields})"
     if root:

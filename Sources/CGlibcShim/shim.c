@@ -6,7 +6,10 @@
 #include <sched.h>
 #include <spawn.h>
 #include <string.h>
+#include <stdio.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "CGlibcShim.h"
 
@@ -33,3 +36,19 @@ int creel_run_this_thread_when_idle(void) {
     struct sched_param param = { .sched_priority = 0 };
     return sched_setscheduler(0, SCHED_IDLE, &param) == 0 ? 0 : errno;
 }
+
+int creel_rename_noreplace(const char *from, const char *to) {
+    return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+}
+
+int creel_default_scheduling_for_children(void) {
+    struct sched_param param = { .sched_priority = 0 };
+    int failed = 0;
+    if (sched_getscheduler(0) != SCHED_OTHER && sched_setscheduler(0, SCHED_OTHER, &param) != 0) failed = errno;
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, 0);
+    if (errno == 0 && nice < 0 && setpriority(PRIO_PROCESS, 0, 0) != 0 && failed == 0) failed = errno;
+    return failed;
+}
+
+int creel_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }

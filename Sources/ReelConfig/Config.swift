@@ -86,18 +86,23 @@ public enum SettingKey: String, CaseIterable, Sendable {
             return SettingSpec(.storage, .strings([]), .program,
                 serveOnly: true, help: "Absolute path of a program run (no shell) after each completed recording with the file's path as its argument (arguments go in the config file).",
                 doc: """
-                A program run after each completed recording, without a shell, with the file's path appended
-                as its last argument: ["/usr/local/bin/upload", "--bucket", "clips"]. [] for none. Its exit
-                status is logged; stdout and stderr go to the journal. It runs inside reeld's sandbox: no
-                network (PrivateNetwork=yes) and a read-only system, so an uploader should hand the file on,
-                e.g. move it into a spool directory watched by its own .path/.service units, rather than
-                upload from here (or relax the sandbox with `systemctl edit reeld`).
+                A program run once for each finished file (stopped, capped, cut short by a failed source or
+                write, or recovered at start-up after a crash), without a shell, with the file's path
+                appended as its last argument: ["/usr/local/bin/upload", "--bucket", "clips"]. [] for none.
+                Its environment says how: REEL_FINISHED_BY=stop|cap|source-failed|write-failed|error|recovery,
+                and REEL_RECOVERED=1 when reeld hands the file on at a start after a crash (a recovered
+                file, or one whose on_finish a crash interrupted), else 0. Its exit status is logged; stdout
+                and stderr go to the journal; it runs in a process group of its own at nice 0. It runs
+                inside reeld's sandbox: no network (PrivateNetwork=yes) and a read-only system, so an
+                uploader should hand the file on, e.g. move it into a spool directory watched by its own
+                .path/.service units, rather than upload from here (or relax the sandbox with
+                `systemctl edit reeld`).
                 """)
         case .onFinishTimeout:
             return SettingSpec(.storage, .int(120), .range(1...86_400, unit: " seconds"),
                 serveOnly: true, help: "Seconds before the on_finish program is killed ({range}).",
                 doc: """
-                Seconds after which the on_finish program is killed ({range}). On stop, reeld waits for a
+                Seconds after which the on_finish program is killed, with every process it started ({range}). On stop, reeld waits for a
                 running on_finish program, so keep this below the unit's TimeoutStopSec= (150 s) minus the
                 time a recording takes to finish, or raise TimeoutStopSec= with `systemctl edit reeld`.
                 """)
@@ -189,10 +194,11 @@ public enum SettingKey: String, CaseIterable, Sendable {
                 serveOnly: true, help: "A file to rewrite once a second with reeld's metrics in the Prometheus text format, for node_exporter's textfile collector (e.g. /var/lib/node_exporter/textfile_collector/reel.prom); \"\" for none.",
                 doc: """
                 A file reeld rewrites once a second with its metrics in the Prometheus text format, for
-                node_exporter's textfile collector: "/var/lib/node_exporter/textfile_collector/reel.prom".
-                "" for none. It is written as PATH.tmp and renamed, so a reader never sees half a file, and
-                removed when reeld stops. Under systemd, also add its directory to ReadWritePaths= with
-                `systemctl edit reeld` (the unit has ProtectSystem=strict).
+                node_exporter's textfile collector: "/var/lib/reel-metrics/reel.prom" (README: Fleet
+                monitoring). "" for none. It is written as PATH.tmp (created, never through a link) and
+                renamed, so a reader never sees half a file, and removed when reeld stops. Give it a
+                directory only reeld may write (no group-writable one); under systemd, also add it to
+                ReadWritePaths= with `systemctl edit reeld` (the unit has ProtectSystem=strict).
                 """)
         }
     }

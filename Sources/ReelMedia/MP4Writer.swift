@@ -209,8 +209,11 @@ public final class MP4Writer: @unchecked Sendable {
         fileEnd + Int64(sink.bytes.count) + (placeholderIn ? 0 : Int64(Self.placeholder.count))
     }
 
-    /// Opens `path` (created or truncated) and writes the file header. The stream parameters come from the encoders.
-    public init(path: String, video v: H264Encoder?, audio a: AACEncoder?, fragmentMicros: Int64 = 1_000_000) throws {
+    /// Creates `path` (never through a link, never over a file) and writes the file header; with
+    /// `restart`, empties the writer's own file already at `path` instead (an undo of every take:
+    /// same inode; a link there is refused). The stream parameters come from the encoders.
+    public init(path: String, video v: H264Encoder?, audio a: AACEncoder?, fragmentMicros: Int64 = 1_000_000,
+                restart: Bool = false) throws {
         let what = "cannot create MP4 file '\(path)'"
         guard v != nil || a != nil else { throw MediaError("\(what): no video and no audio encoder given; pass at least one") }
         guard fragmentMicros > 0 else { throw MediaError("\(what): fragmentMicros \(fragmentMicros) must be positive") }
@@ -221,9 +224,16 @@ public final class MP4Writer: @unchecked Sendable {
         let ctx = out.p
         self.out = out
         packet = try AVPacketBox(what)
-        let fd = Sys.eintrSafe { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666) }
-        if fd < 0 {
-            let e = errno
+        // Created, never opened: not through a link planted at its name, not over a file there.
+        let fd: Int32
+        do {
+            fd = restart ? try Sys.retrying("open") { open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC) }
+                         : try Sys.createExclusive(path, mode: 0o666)
+        } catch {
+            let e = error.errno
+            if e == EEXIST {
+                throw MediaError(Sys.createFailure(path, errno: e, fix: "Reel never writes through a link or over a file; choose another name"), systemError: e)
+            }
             throw MediaError("cannot open '\(path)' for writing: \(Errno.text(e)) (\(Self.openFailureHint(errno: e, dir: directory(of: path))))", systemError: e)
         }
         self.fd = fd

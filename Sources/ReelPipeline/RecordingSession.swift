@@ -161,6 +161,11 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
 
     package let partPath: String
     package let finalPath: String
+    /// The finished file as `Handoff.place` left it (its name, how it was finished), for
+    /// `Handoff.handOn`; nil when no file was finished. Set on the pipeline thread before
+    /// `finished` is fulfilled, read after.
+    package var handedOff: FinishedFile? { monitor.withLock { placed } }
+    private var placed: FinishedFile?  // guarded by `monitor`
     package let config: RecorderConfig
     private let logger: Logger
     private let queue = BlockingQueue<Event>(capacity: 1024)
@@ -509,7 +514,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         if h264 != nil { try renewVideoEncoder(drain: false) }
         if rb.take == 1 {
             // No take left: the file starts again (same path and inode, so the lock and the syncer hold).
-            mux = try MP4Writer(path: partPath, video: h264, audio: aac, fragmentMicros: mux.fragmentMicros)
+            mux = try MP4Writer(path: partPath, video: h264, audio: aac, fragmentMicros: mux.fragmentMicros, restart: true)
             if let syncer { mux.onFragmentWritten = { syncer.request() } }
             if let f = config.audioFormat {
                 discardAAC()
@@ -756,10 +761,14 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
                 if !takeSyncFailure() {
                     // ftyp, mdat, moov; on failure (logged) the fragmented file, which plays, is kept.
                     Storage.finishMP4(partPath, logger: logger)
-                    if rename(partPath, finalPath) != 0 {
-                        throw RecorderFailure("cannot rename \(partPath) to \(finalPath): \(Errno.current)")
+                    let by: FinishedBy
+                    switch ending {
+                    case .sourceFailed: by = .sourceFailed
+                    case .failed: by = .error
+                    case .complete, .nothingKept: by = machine.progress.capReached ? .cap : .stop
                     }
-                    if syncer != nil { FileSyncer.syncDirectory(of: finalPath, logger: logger) }
+                    let f = try Handoff.place(part: partPath, final: finalPath, by: by, sync: syncer != nil, logger: logger)
+                    monitor.withLock { placed = f }
                 }
             } catch let e {
                 if mux.writeFailure == nil {
@@ -773,12 +782,13 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             // Nothing more is written.
             discardAAC()
             let (file, message) = salvage(wf)
-            writeFailure = (file == nil ? .nothing : file == finalPath ? .file(finalPath) : .unrecovered(partPath), message)
+            writeFailure = (file.map { $0 == partPath ? .unrecovered(partPath) : .file($0) } ?? .nothing, message)
         }
         closeSyncer()
         partLock.release()
         publish()
-        finished.fulfill(RecordingOutcome.resolve(ending: ending, finishError: finishError, writeFailure: writeFailure, file: finalPath))
+        finished.fulfill(RecordingOutcome.resolve(ending: ending, finishError: finishError, writeFailure: writeFailure,
+                                                  file: handedOff?.path ?? finalPath))
     }
 
     /// A failed fdatasync, seen by the sync thread, ends the recording as a failed write does
@@ -815,12 +825,12 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             // partial write off (logged) and the fragmented file, which plays, is kept.
             Storage.finishMP4(partPath, logger: logger)
         }
-        if rename(partPath, finalPath) != 0 {
-            let why = Errno.current
-            return (partPath, text(.unknown("cannot rename \(partPath) to \(finalPath): \(why); reeld renames it at its next start")))
+        let f: FinishedFile
+        do { f = try Handoff.place(part: partPath, final: finalPath, by: .writeFailed, sync: syncer != nil, logger: logger) } catch {
+            return (partPath, text(.unknown("\(error); reeld renames it at its next start")))
         }
-        if syncer != nil { FileSyncer.syncDirectory(of: finalPath, logger: logger) }
-        return (finalPath, text(.prefix(micros: kept.micros, file: finalPath)))
+        monitor.withLock { placed = f }
+        return (f.path, text(.prefix(micros: kept.micros, file: f.path)))
     }
 }
 

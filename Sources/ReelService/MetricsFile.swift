@@ -28,7 +28,7 @@ public final class MetricsFile: Sendable {
             if let failure {
                 errors.count(.metrics)
                 if failure != state.lastFailure {
-                    logger.warning("metrics_file: \(failure) (check the directory exists and is writable by reeld; under systemd add it to ReadWritePaths= with 'systemctl edit reeld')")
+                    logger.warning("metrics_file: \(failure)\(failure.hasPrefix("refusing") ? "" : " (check the directory exists and is writable by reeld; under systemd add it to ReadWritePaths= with 'systemctl edit reeld')")")
                 }
             } else if state.lastFailure != nil {
                 logger.notice("metrics_file: writing \(path) again")
@@ -45,19 +45,38 @@ public final class MetricsFile: Sendable {
         }
     }
 
-    /// Writes PATH.tmp and renames it over PATH; nil, or what failed.
+    /// Writes PATH.tmp and renames it over PATH; nil, or what failed. PATH.tmp is created, never
+    /// opened (`Sys.writeFile`: O_EXCL|O_NOFOLLOW), so a link planted there (to a recording, say)
+    /// is refused, not written through; rename replaces whatever is at PATH (a link included)
+    /// without following it. A PATH.tmp that is a regular file of reeld's own user is what a
+    /// crash mid-write left: removed (a name only) and written afresh.
     private func replace(with text: String) -> String? {
         let tmp = path + ".tmp"
-        var failure: String?
+        let bytes = Array(text.utf8)
         // Readable by node_exporter's user whatever reeld's umask (reeld.service has UMask=0027).
-        if let f = Array(text.utf8).withUnsafeBytes({ Sys.writeFile(tmp, $0, mode: 0o644, exactMode: true) }) {
-            guard f.created else { return "cannot create \(tmp): \(Errno.text(f.errno))" }
-            failure = "cannot write \(tmp): \(Errno.text(f.errno))"
+        var f = bytes.withUnsafeBytes { Sys.writeFile(tmp, $0, mode: 0o644, exactMode: true) }
+        if let e = f, !e.created, e.errno == EEXIST, Self.isOwnRegularFile(tmp), unlink(tmp) == 0 {
+            f = bytes.withUnsafeBytes { Sys.writeFile(tmp, $0, mode: 0o644, exactMode: true) }
         }
-        if failure == nil, rename(tmp, path) != 0 {
-            failure = "cannot rename \(tmp) to \(path): \(Errno.current)"
+        if let f {
+            guard f.created else {
+                return Sys.createFailure(tmp, errno: f.errno, fix: "reeld writes the metrics only into a file it creates; see the README's metrics recipe")
+            }
+            unlink(tmp)
+            return "cannot write \(tmp): \(Errno.text(f.errno))"
         }
-        if failure != nil { unlink(tmp) }
-        return failure
+        if rename(tmp, path) != 0 {
+            let why = Errno.current
+            unlink(tmp)
+            return "cannot rename \(tmp) to \(path): \(why)"
+        }
+        return nil
+    }
+
+    /// A regular file (not a link) owned by the user reeld runs as.
+    private static func isOwnRegularFile(_ path: String) -> Bool {
+        var st = stat()
+        // Unsafe: lstat fills the local stat; the path's C string lives for the call only.
+        return lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG && st.st_uid == geteuid()
     }
 }

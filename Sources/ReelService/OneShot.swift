@@ -29,7 +29,10 @@ public enum OneShot {
         session.start()
         logger.notice("recording \(output).part (video: \(session.sourceDescriptions.video ?? "none"), audio: \(session.sourceDescriptions.audio ?? "none"))",
                       metadata: RecordingLog.fields(.started, file: output, part: output + ".part", segment: 0))
-        switch session.finished.wait(until: nil)! {
+        let outcome = session.finished.wait(until: nil)!
+        // No on_finish here (a serve-only setting): the hand-off only removes its marker.
+        if let f = session.handedOff { Handoff.handOn(f, recovered: false, hook: [], timeoutNs: 0, logger: logger) }
+        switch outcome {
         case let .complete(path), let .cutShort(.file(path), .sourceFailed):
             return (path, session.snapshot)
         case let .cutShort(_, .writeFailed(e)):

@@ -157,9 +157,12 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         return (dir, free)
     }
 
-    /// At start-up: makes any `.part` left by a crash in the output directory playable.
+    /// At start-up: makes any `.part` left by a crash in the output directory playable, then
+    /// hands on (on_finish, `REEL_RECOVERED=1`) each file it made and each whose hand-off a crash
+    /// interrupted (`Handoff.resume`).
     public func recoverPartFiles() {
-        Storage.recoverPartFiles(in: config.outputDir, logger: logger)
+        let made = Storage.recoverPartFiles(in: config.outputDir, logger: logger)
+        Handoff.resume(in: config.outputDir, recovered: made, hook: config.onFinish, timeoutNs: config.onFinishTimeoutNs, logger: logger)
     }
 
     /// Finishes any recording (SIGTERM/SIGINT) and waits for its file, at most until `deadline`;
@@ -374,7 +377,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             case let .cutShort(_, .writeFailed(e)), let .cutShort(_, .sourceFailed(e)), let .failed(e):
                 lastError = e
                 // Whatever file the recording left (finished despite the error, or a .part to recover).
-                lastFile = [s.finalPath, s.partPath].first { FileManager.default.fileExists(atPath: $0) } ?? lastFile
+                lastFile = s.handedOff?.path ?? [s.finalPath, s.partPath].first { FileManager.default.fileExists(atPath: $0) } ?? lastFile
             }
             return true
         }
@@ -400,7 +403,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
                           metadata: RecordingLog.fields(.finished, file: p, part: s.partPath, durationNs: snap.recordedNs,
                                                         more: ["REEL_SEGMENTS": "\(segs)", "REEL_FRAMES": "\(snap.frames)",
                                                                "REEL_DROPPED_FRAMES": "\(snap.droppedFrames)"]))
-            FinishHook.run(s.config.onFinish, file: p, timeoutNs: s.config.onFinishTimeoutNs, logger: logger)
+            Handoff.handOn(s.handedOff ?? FinishedFile(path: p, by: .stop), recovered: false, hook: s.config.onFinish,
+                           timeoutNs: s.config.onFinishTimeoutNs, logger: logger)
         case let .cutShort(_, .writeFailed(e)):
             logger.error("recording cut short: \(e)", metadata: RecordingLog.fields(.failed, file: s.finalPath, part: s.partPath))
             emitError(e, .storage)
@@ -410,6 +414,10 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         case let .cutShort(_, .sourceFailed(e)), let .failed(e):
             logger.error("recording ended with an error: \(e)", metadata: RecordingLog.fields(.failed, file: s.finalPath, part: s.partPath))
             emitError("recording \(s.partPath) ended with an error: \(e)", .recording)
+            // Finished into a file all the same (an encoder failed after the last fragment): handed on too.
+            if let f = s.handedOff {
+                Handoff.handOn(f, recovered: false, hook: s.config.onFinish, timeoutNs: s.config.onFinishTimeoutNs, logger: logger)
+            }
         }
         stateChanged(file: nil)
     }

@@ -150,18 +150,59 @@ package enum Sys {
         return (done, nil)
     }
 
-    /// Creates `path` (or empties it), writes all of `bytes` and closes it. With `exactMode` the
-    /// file gets `mode` whatever the umask (a file another user's program reads). Returns nil, or
-    /// the errno of the step that failed and whether the file was created at all (open failed:
-    /// `created` false); a failed close counts, since the bytes may not have been written.
+    // MARK: creating files: never through a planted link, never over a file already there
+
+    /// Creates `path` for writing, close-on-exec: never follows a symbolic link at its last
+    /// component and never opens a file already there (O_CREAT|O_EXCL|O_NOFOLLOW: a link, even a
+    /// dangling one, is EEXIST). With `exactMode` the file gets `mode` whatever the umask.
+    package static func createExclusive(_ path: String, mode: mode_t = 0o644, exactMode: Bool = false) throws(SystemError) -> Int32 {
+        let fd = try retrying("open") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
+        if exactMode { fchmod(fd, mode) }
+        return fd
+    }
+
+    /// Creates `path` (`createExclusive`: never through a link, never over a file), writes all of
+    /// `bytes` and closes it. Returns nil, or the errno of the step that failed and whether the
+    /// file was created at all (open failed: `created` false; EEXIST: something is there, see
+    /// `occupant`); a failed close counts, since the bytes may not have been written.
     package static func writeFile(_ path: String, _ bytes: UnsafeRawBufferPointer, mode: mode_t = 0o644,
                                   exactMode: Bool = false) -> (created: Bool, errno: Int32)? {
-        let fd = eintrSafe { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
-        guard fd >= 0 else { return (false, Glibc.errno) }
-        if exactMode { fchmod(fd, mode) }
+        let fd: Int32
+        do { fd = try createExclusive(path, mode: mode, exactMode: exactMode) } catch { return (false, error.errno) }
         let failed = writeFully(fd, bytes).errno
         let closed = Glibc.close(fd) == 0 ? nil : Glibc.errno
         return (failed ?? closed).map { (true, $0) }
+    }
+
+    /// What stands at `path`, for the message when creating it failed with EEXIST: "it exists and
+    /// is a symbolic link", "... a directory" or "it exists". Never follows a link.
+    package static func occupant(_ path: String) -> String {
+        var st = stat()
+        // Unsafe: lstat fills the local stat; the path's C string lives for the call only.
+        guard lstat(path, &st) == 0 else { return "it exists" }  // gone again since: a race
+        switch st.st_mode & S_IFMT {
+        case S_IFLNK: return "it exists and is a symbolic link"
+        case S_IFDIR: return "it exists and is a directory"
+        default: return "it exists"
+        }
+    }
+
+    /// The message for a file that could not be created: for EEXIST `refusing to write PATH: it
+    /// exists and is a symbolic link (remove it; FIX)`, else `cannot create PATH: REASON (FIX)`.
+    package static func createFailure(_ path: String, errno code: Int32, fix: String) -> String {
+        code == EEXIST ? "refusing to write \(path): \(occupant(path)) (remove it; \(fix))"
+                       : "cannot create \(path): \(describe(code)) (\(fix))"
+    }
+
+    /// Renames `from` to `to` only when nothing is at `to` (renameat2 RENAME_NOREPLACE): a file or
+    /// link already there is EEXIST, never replaced. A file system without RENAME_NOREPLACE
+    /// (EINVAL) gets link(2) then unlink(2), which refuses an existing `to` the same way.
+    package static func renameNoReplace(_ from: String, _ to: String) throws(SystemError) {
+        if creel_rename_noreplace(from, to) == 0 { return }
+        let code = Glibc.errno
+        guard code == EINVAL || code == ENOSYS else { throw SystemError(call: "renameat2", errno: code) }
+        _ = try retrying("link") { Glibc.link(from, to) }
+        _ = Glibc.unlink(from)
     }
 
     /// Polls; `timeoutMs` is asked again after each EINTR so a deadline is kept.

@@ -26,6 +26,15 @@ public enum TestHooks {
         return (v?.isEmpty ?? true) ? nil : v
     }()
 
+    /// `REEL_TEST_HANDOFF_STOP_AFTER=rename` (test-only): the hand-off of a finished file
+    /// (`Handoff.place`) ends the process with _exit(99) right after the rename and the directory
+    /// sync, before on_finish runs, as if reeld were killed there.
+    public static let handoffStopAfterVariable = "REEL_TEST_HANDOFF_STOP_AFTER"
+    package static let handoffStopAfter: String? = {
+        let v = ProcessInfo.processInfo.environment[handoffStopAfterVariable]
+        return (v?.isEmpty ?? true) ? nil : v
+    }()
+
     /// `REEL_TEST_FINISH_HOLD=moov|mdat` (test-only): MP4Finisher, once it has written that step
     /// (the new moov, the mdat header) and before it syncs it, prints `REEL-FINISH-HOLD <step>` on
     /// stderr and blocks for good: the moment for a test to cut the power (the VM tier), when

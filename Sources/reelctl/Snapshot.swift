@@ -15,7 +15,7 @@ struct Snapshot: ParsableCommand {
             start). Prints the file's path, size and when the frame was captured.
             """)
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("Where to write the JPEG ('-' for stdout; default: snapshot-YYYYmmdd-HHMMSS.jpg here).",
+    @Option(name: .shortAndLong, help: ArgumentHelp("Where to write the JPEG, a new file ('-' for stdout; default: snapshot-YYYYmmdd-HHMMSS.jpg here).",
                                                    valueName: "file"))
     var output: String?
 
@@ -40,9 +40,14 @@ struct Snapshot: ParsableCommand {
         if path == "-" {
             FileHandle.standardOutput.write(Data(jpeg))
         } else {
-            // As the user running reelctl, into a file that user may write (reeld never touches it).
+            // As the user running reelctl, into a file it creates (never through a link planted
+            // at the name, never over a file there; reeld never touches it).
             if let f = jpeg.withUnsafeBytes({ Sys.writeFile(path, $0) }) {
-                printError("cannot write \(path): \(Errno.text(f.errno)) (choose another -o FILE, somewhere you may write)")
+                if !f.created, f.errno == EEXIST {
+                    printError(Sys.createFailure(path, errno: f.errno, fix: "reelctl never writes through a link or over a file; or choose another -o FILE"))
+                } else {
+                    printError("cannot write \(path): \(Errno.text(f.errno)) (choose another -o FILE, somewhere you may write)")
+                }
                 throw ExitCode(ExitStatus.refused)
             }
         }

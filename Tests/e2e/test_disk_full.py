@@ -85,7 +85,13 @@ def ffprobe_duration(path, stream):
 
 def test_disk_full_ends_the_recording_cleanly_and_reeld_recovers(reeld, small_tmpfs, note):
     mnt = small_tmpfs
-    r = reeld("diskfull", **{"output-dir": mnt, "min-free-mb": "0", "bitrate": "20000"})
+    # on_finish records each file it is handed and how it was finished (outside the full disk).
+    hooks = tempfile.mkdtemp(prefix="reel-fullhook-", dir="/tmp")
+    hook, ran = os.path.join(hooks, "hook.sh"), os.path.join(hooks, "ran")
+    with open(hook, "w") as f:
+        f.write(f'#!/bin/sh\nprintf "%s %s %s\\n" "$1" "$REEL_FINISHED_BY" "$REEL_RECOVERED" >> {ran}\n')
+    os.chmod(hook, 0o755)
+    r = reeld("diskfull", **{"output-dir": mnt, "min-free-mb": "0", "bitrate": "20000", "on-finish": hook})
     ev = Events(r)
     try:
         ev.wait(lambda e: e.get("subscribed"), "subscription confirmation")
@@ -171,6 +177,9 @@ def test_disk_full_ends_the_recording_cleanly_and_reeld_recovers(reeld, small_tm
         rep2 = rv.analyze(after)
         assert rv.defects(rep2) == [], f"{rv.defects(rep2)} ({dropped} frames dropped)\n{r.log_tail()}"
         assert r.status()["lastError"] is None
+        # Each file was handed on once, saying how it was finished (reeld waits for its hooks on SIGTERM).
+        assert r.terminate() == 0, r.log_tail()
+        assert open(ran).read().splitlines() == [f"{final} write-failed 0", f"{after} stop 0"], r.log_tail()
     finally:
         ev.close()
         r.terminate()

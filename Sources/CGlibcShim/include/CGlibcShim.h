@@ -4,7 +4,7 @@
 
 /// Glibc's Swift module exports neither accept4 nor pipe2 nor posix_spawn's closefrom action
 /// (they are _GNU_SOURCE declarations), nor mallopt (malloc.h), nor pthread_setname_np and
-/// SCHED_IDLE; shim.c calls them.
+/// SCHED_IDLE, nor renameat2 and pidfd_open; shim.c calls them.
 
 /// accept4(fd, NULL, NULL, SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0)): the client's
 /// descriptor is close-on-exec from its first instant, so a hook spawned meanwhile cannot inherit it.
@@ -20,4 +20,14 @@ int creel_name_this_thread(const char *name);
 /// sched_setscheduler(0, SCHED_IDLE): the calling thread runs only on CPU time no other thread
 /// wants. 0 or the errno.
 int creel_run_this_thread_when_idle(void);
+/// renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE): fails with EEXIST when anything
+/// (a symbolic link included) is at `to`, never replaces it. 0, or -1 with errno set.
+int creel_rename_noreplace(const char *from, const char *to);
+/// For an on_finish program about to be spawned from this thread: SCHED_OTHER (from SCHED_BATCH
+/// or SCHED_IDLE, which a child would inherit) and, when it is negative (reeld runs at Nice=-10),
+/// nice 0. Only the calling thread changes (Linux keeps both per thread). 0, or the errno of
+/// the step that failed (leaving SCHED_IDLE needs CAP_SYS_NICE or RLIMIT_NICE).
+int creel_default_scheduling_for_children(void);
+/// pidfd_open(pid, 0): a descriptor that polls readable once process `pid` has ended. -1 and errno.
+int creel_pidfd_open(int pid);
 #endif

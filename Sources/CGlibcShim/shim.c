@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -32,4 +33,8 @@ int creel_name_this_thread(const char *name) {
 int creel_run_this_thread_when_idle(void) {
     struct sched_param param = { .sched_priority = 0 };
     return sched_setscheduler(0, SCHED_IDLE, &param) == 0 ? 0 : errno;
+}
+
+int creel_rename_noreplace(const char *from, const char *to) {
+    return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
 }

@@ -25,10 +25,7 @@ final class CapturedLog: @unchecked Sendable {  // @unchecked Sendable: `records
             get { metadata[key] }
             set { metadata[key] = newValue }
         }
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String,
-                 function: String, line: UInt) {
-            log.append(level, "\(message)")
-        }
+        func log(event: LogEvent) { log.append(event.level, "\(event.message)") }
     }
 }
 
@@ -47,7 +44,16 @@ enum PartBytes {
     static let signature = box("free", body: Array("ReelPart".utf8) + [1])
     static let moov = box("moov", 100, fill: 7)
     static var head: [UInt8] { ftyp + placeholder + signature + moov }
-    static func fragment(_ n: Int) -> [UInt8] { box("moof", 40, fill: UInt8(n)) + box("mdat", 1000, fill: UInt8(n)) }
+    /// A moof as Reel's muxer writes one (mfhd; a traf with tfhd default-base-is-moof and one
+    /// trun with a data offset and sample sizes) and the mdat holding exactly its samples.
+    static func fragment(_ n: Int, samples: [Int] = [300, 200, 500]) -> [UInt8] { moof(n, samples: samples) + mdat(n, samples: samples) }
+    static func moof(_ n: Int, samples: [Int] = [300, 200, 500], count: Int? = nil) -> [UInt8] {
+        let moofSize = 8 + 16 + 8 + 16 + 8 + 12 + 4 * samples.count
+        let trun = box("trun", body: [0, 0, 2, 1] + be32(count ?? samples.count) + be32(moofSize + 8) + samples.flatMap { be32($0) })
+        let traf = box("traf", body: box("tfhd", body: [0, 2, 0, 0] + be32(1)) + trun)
+        return box("moof", body: box("mfhd", body: [0, 0, 0, 0] + be32(n)) + traf)
+    }
+    static func mdat(_ n: Int, samples: [Int] = [300, 200, 500]) -> [UInt8] { box("mdat", samples.reduce(0, +), fill: UInt8(n)) }
     /// A take marker ("ReelTake", version 1, take index, start 0, no label).
     static func marker(_ index: Int) -> [UInt8] { box("free", body: Array("ReelTake".utf8) + [1] + be32(index) + [UInt8](repeating: 0, count: 8)) }
 }

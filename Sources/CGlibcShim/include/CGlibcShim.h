@@ -20,4 +20,7 @@ int creel_name_this_thread(const char *name);
 /// sched_setscheduler(0, SCHED_IDLE): the calling thread runs only on CPU time no other thread
 /// wants. 0 or the errno.
 int creel_run_this_thread_when_idle(void);
+/// renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE): fails with EEXIST rather than
+/// replace `to`. 0 or -1 with errno (EINVAL where the file system cannot do it).
+int creel_rename_noreplace(const char *from, const char *to);
 #endif

@@ -100,6 +100,7 @@ public struct PartWalk {
         case let .box("moov", s, end, hl):
             guard s >= UInt64(hl), s <= UInt64(Self.maxMoov) else { return .damaged("its moov box at \(offset) claims \(s) bytes") }
             guard let end else { return .noMedia }
+            if let why = MoovShape.problem(try read(offset, Int(s))) { return .damaged("its moov box at \(offset): \(why)") }
             offset = end
         case let .box(t, s, _, _):
             return .damaged("a box '\(printable(t))' of \(s) bytes at \(offset), where Reel writes its moov box")
@@ -211,7 +212,7 @@ enum MoofReader {
     static func sampleRange(_ m: [UInt8], at moofOffset: Int64) throws(WalkError) -> Range<Int64> {
         let top = try children(m, 0, m.count)
         guard top.count == 1, top[0].type == "moof" else { throw WalkError(description: "not one moof box") }
-        var low = Int64.max, high = Int64.min
+        var ranges: [Range<Int64>] = []
         for traf in try children(m, top[0].body.lowerBound, top[0].body.upperBound) where traf.type == "traf" {
             let kids = try children(m, traf.body.lowerBound, traf.body.upperBound)
             guard let tfhd = kids.first(where: { $0.type == "tfhd" }), tfhd.body.count >= 8 else {
@@ -261,10 +262,15 @@ enum MoofReader {
             let (start, o1) = moofOffset.addingReportingOverflow(dataOffset)
             let (end, o2) = start.addingReportingOverflow(total)
             guard !o1, !o2, start >= 0 else { throw WalkError(description: "sample data at \(moofOffset) + \(dataOffset) for \(total) bytes is outside any file") }
-            low = min(low, start); high = max(high, end)
+            ranges.append(start..<end)
         }
-        guard low <= high else { throw WalkError(description: "no samples") }
-        return low..<high
+        // Reel's muxer puts each track's samples one after the other: they tile one range.
+        ranges.sort { $0.lowerBound < $1.lowerBound }
+        guard let first = ranges.first, let last = ranges.last else { throw WalkError(description: "no samples") }
+        for (a, b) in zip(ranges, ranges.dropFirst()) where a.upperBound != b.lowerBound {
+            throw WalkError(description: "its tracks' samples at \(a) and \(b) leave a gap or overlap")
+        }
+        return first.lowerBound..<last.upperBound
     }
 
     /// Whether `b` (the start of a file's last box, cut short) is the start of a moof as Reel
@@ -279,6 +285,54 @@ enum MoofReader {
             o += s
         }
         return true
+    }
+}
+
+/// The shape of the (sample-less) moov Reel's muxer writes: in each box down to the sample
+/// tables only the children libavformat writes there, each once (but `trak` and `trex`), every
+/// one required present, the headers whose size follows from their version of that size.
+/// What the finisher copies into the finished file's moov is checked here first.
+enum MoovShape {
+    /// Allowed children of each container, and which must be there.
+    static let allowed: [String: (may: Set<String>, must: Set<String>)] = [
+        "moov": (["mvhd", "trak", "mvex", "udta", "meta"], ["mvhd", "trak", "mvex"]),
+        "trak": (["tkhd", "edts", "mdia", "tref", "udta"], ["tkhd", "mdia"]),
+        "edts": (["elst"], ["elst"]),
+        "mdia": (["mdhd", "hdlr", "minf"], ["mdhd", "hdlr", "minf"]),
+        "minf": (["vmhd", "smhd", "nmhd", "gmhd", "dinf", "stbl"], ["dinf", "stbl"]),
+        "dinf": (["dref"], ["dref"]),
+        "stbl": (["stsd", "stts", "stsc", "stsz", "stco", "co64", "ctts", "stss", "sgpd", "sbgp", "sdtp"], ["stsd", "stts", "stsc", "stsz"]),
+        "mvex": (["mehd", "trex"], ["trex"]),
+    ]
+    /// Body sizes (after the 8-byte header) of version 0 and 1 of the time headers.
+    static let headerBodies: [String: (v0: Int, v1: Int)] = ["mvhd": (100, 112), "tkhd": (84, 96), "mdhd": (24, 36)]
+
+    static func problem(_ m: [UInt8]) -> String? {
+        do {
+            let top = try MoofReader.children(m, 0, m.count)
+            guard top.count == 1, top[0].type == "moov" else { return "not one moov box" }
+            return try check("moov", m, top[0].body)
+        } catch { return "\(error)" }
+    }
+
+    private static func check(_ type: String, _ m: [UInt8], _ body: Range<Int>) throws -> String? {
+        guard let rule = allowed[type] else { return nil }
+        let kids = try MoofReader.children(m, body.lowerBound, body.upperBound)
+        var seen: Set<String> = []
+        for k in kids {
+            guard rule.may.contains(k.type) else { return "a '\(k.type)' box in its \(type)" }
+            guard seen.insert(k.type).inserted || k.type == "trak" || k.type == "trex" else { return "two '\(k.type)' boxes in its \(type)" }
+            if let sizes = headerBodies[k.type] {
+                guard k.body.count >= 4 else { return "a \(k.type) of \(k.body.count + 8) bytes" }
+                let v = m[k.body.lowerBound]
+                guard (v == 0 && k.body.count == sizes.v0) || (v == 1 && k.body.count == sizes.v1) else {
+                    return "a version \(v) \(k.type) of \(k.body.count + 8) bytes"
+                }
+            }
+            if let why = try check(k.type, m, k.body) { return why }
+        }
+        if let missing = rule.must.subtracting(seen).sorted().first { return "no '\(missing)' box in its \(type)" }
+        return nil
     }
 }
 

@@ -133,9 +133,11 @@ extension Storage {
         for w in result.warnings { logger.warning("\(w)", metadata: ["RECORDING": "\(part)"]) }
         var target = "\(dir)/\(stem).mp4"
         var k = 1
+        // Not a name whose own .part is another recording (it would be renamed over this one).
+        func taken(_ t: String) -> Bool { t + ".part" != part && FileManager.default.fileExists(atPath: t + ".part") }
         while true {
-            if !FileManager.default.fileExists(atPath: target + ".part"), renameNoReplace(part, target) == 0 { break }
-            guard errno == EEXIST || FileManager.default.fileExists(atPath: target + ".part"), k < 1000 else {
+            if !taken(target), renameNoReplace(part, target) == 0 { break }
+            guard errno == EEXIST || taken(target), k < 1000 else {
                 let why = "finished, but cannot rename it to \(target): \(Errno.current)"
                 logger.error("\(part) \(why) (it is renamed at the next start; check the permissions of \(dir))")
                 return .leftAlone(why)

@@ -45,6 +45,37 @@ final class PartWalkTests: XCTestCase {
         XCTAssertTrue(isDamaged(try contents(PartBytes.ftyp + mdat + media + Array(PartBytes.box("moov", 300).prefix(100)))))
     }
 
+    /// A moov not of the shape libavformat writes (what the finisher would copy into the
+    /// finished file): damaged.
+    func testAMoovOfAnotherShapeIsDamaged() throws {
+        let moov = PartBytes.moov
+        func swapped(_ from: String, _ to: String, duplicate: Bool = false) -> [UInt8] {
+            var m = moov
+            let at = (0..<(m.count - 4)).first { String(decoding: m[$0..<($0 + 4)], as: UTF8.self) == from }! - 4
+            if duplicate {
+                let size = Int(PartBytesRead.be32(m, at))
+                m.insert(contentsOf: m[at..<(at + size)], at: at + size)
+                // The containers around it grow: every box before it whose end lies past it.
+                var o = 0
+                while o < at {
+                    let s = Int(PartBytesRead.be32(m, o))
+                    if o + s > at { RecoveryMutationTests.put32(&m, o, UInt32(s + size)); o += 8 } else { o += s }
+                }
+            } else { m.replaceSubrange((at + 4)..<(at + 8), with: Array(to.utf8)) }
+            return m
+        }
+        XCTAssertEqual(try contents(PartBytes.ftyp + PartBytes.placeholder + PartBytes.signature + moov + PartBytes.fragment(1)),
+                       .playable(keep: Int64((PartBytes.head + PartBytes.fragment(1)).count), fragments: 1))
+        for (m, what) in [(swapped("stbl", "trun"), "stbl renamed trun"), (swapped("mdhd", "", duplicate: true), "two mdhd"),
+                          (swapped("mdia", "", duplicate: true), "two mdia"), (swapped("mvhd", "mvhx"), "no mvhd")] {
+            XCTAssertTrue(isDamaged(try contents(PartBytes.ftyp + PartBytes.placeholder + PartBytes.signature + m + PartBytes.fragment(1))), what)
+        }
+        var v1 = moov
+        let mvhd = (0..<(v1.count - 4)).first { String(decoding: v1[$0..<($0 + 4)], as: UTF8.self) == "mvhd" }!
+        v1[mvhd + 4] = 1  // version 1 in a version 0 body
+        XCTAssertTrue(isDamaged(try contents(PartBytes.ftyp + PartBytes.placeholder + PartBytes.signature + v1 + PartBytes.fragment(1))), "mvhd version")
+    }
+
     /// Nothing after the pre-fragment boxes: nothing recorded.
     func testReelsPartWithNothingRecordedIsNoMedia() throws {
         XCTAssertEqual(try contents(PartBytes.head), .noMedia)
@@ -94,6 +125,19 @@ final class PartWalkTests: XCTestCase {
         cases.append((PartBytes.box("uuid", 100), "a box Reel does not write"))
         cases.append((PartBytes.box("free", 100), "a free box that is no marker"))
         cases.append((PartBytes.moof(2) + PartBytes.moof(3) + PartBytes.mdat(3), "a moof without its mdat"))
+        // Two tracks whose samples leave a gap in the mdat (a sample size made smaller).
+        let moofSize = 8 + 16 + 2 * (8 + 16 + 8 + 12 + 8)
+        func traf(_ track: Int, _ at: Int, _ size: Int) -> [UInt8] {
+            PartBytes.box("traf", body: PartBytes.box("tfhd", body: [0, 2, 0, 0] + PartBytes.be32(track))
+                + PartBytes.box("trun", body: [0, 0, 2, 1] + PartBytes.be32(2) + PartBytes.be32(at) + PartBytes.be32(size) + PartBytes.be32(100)))
+        }
+        let twoTracks = { (first: Int) in
+            PartBytes.box("moof", body: PartBytes.box("mfhd", body: [0, 0, 0, 0] + PartBytes.be32(2)) + traf(1, moofSize + 8, first) + traf(2, moofSize + 8 + 300, 100))
+        }
+        XCTAssertEqual(twoTracks(200).count, moofSize)
+        XCTAssertEqual(try contents(head + twoTracks(200) + PartBytes.box("mdat", 500) + rest), .playable(keep: Int64((head + twoTracks(200) + PartBytes.box("mdat", 500) + rest).count), fragments: 4))
+        cases.append((twoTracks(150) + PartBytes.box("mdat", 500), "a gap between two tracks' samples"))
+        cases.append((twoTracks(250) + PartBytes.box("mdat", 500), "two tracks' samples overlapping"))
         for (middle, what) in cases {
             XCTAssertTrue(isDamaged(try contents(head + middle + rest)), what)
         }

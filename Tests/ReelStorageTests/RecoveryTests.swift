@@ -42,7 +42,14 @@ enum PartBytes {
     static let placeholder = box("free", 8)
     /// "ReelPart", version 1.
     static let signature = box("free", body: Array("ReelPart".utf8) + [1])
-    static let moov = box("moov", 100, fill: 7)
+    /// A sample-less moov of the shape libavformat writes (one video track, an mvex).
+    static let moov: [UInt8] = {
+        let stbl = box("stbl", body: box("stsd", 16) + box("stts", 8) + box("stsc", 8) + box("stsz", 12) + box("stco", 8))
+        let minf = box("minf", body: box("vmhd", 12) + box("dinf", body: box("dref", 20)) + stbl)
+        let mdia = box("mdia", body: box("mdhd", 24) + box("hdlr", 37) + minf)
+        let trak = box("trak", body: box("tkhd", 84) + box("edts", body: box("elst", 20)) + mdia)
+        return box("moov", body: box("mvhd", 100) + trak + box("mvex", body: box("trex", 24)))
+    }()
     static var head: [UInt8] { ftyp + placeholder + signature + moov }
     /// A moof as Reel's muxer writes one (mfhd; a traf with tfhd default-base-is-moof and one
     /// trun with a data offset and sample sizes) and the mdat holding exactly its samples.

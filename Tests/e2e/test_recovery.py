@@ -128,3 +128,56 @@ def test_a_slow_recovery_does_not_keep_reeld_from_ready(reeld, tmp_path):
     assert "REEL-FINISH-HOLD moov" in open(r.log_path, errors="replace").read()
     assert ready < 15, ready
     assert os.path.exists(os.path.join(out, "slow.mp4.part")), os.listdir(out)
+
+
+def top_boxes(b):
+    out, o = [], 0
+    while o + 8 <= len(b):
+        size = int.from_bytes(b[o:o + 4], "big")
+        out.append((b[o + 4:o + 8].decode("latin1"), o, size))
+        if size < 8:
+            break
+        o += size
+    return out
+
+
+def test_mutated_parts_through_a_starting_reeld(reeld, tmp_path):
+    """A handful of the mutations RecoveryMutationTests makes in-process, each alone in front of a
+    starting reeld: it becomes ready every time, and the file is either recovered (and decodes
+    clean) or kept byte for byte and reported once."""
+    base = crash_left_part(reeld, tmp_path, "mut")
+    boxes = top_boxes(base)
+    frags = [(o, s) for (t, o, s), nxt in zip(boxes, boxes[1:]) if t == "moof" and nxt[0] == "mdat"]
+    mdats = [(o, s) for t, o, s in boxes if t == "mdat"]
+    assert len(frags) >= 4, boxes
+    mid_moof = frags[len(frags) // 2][0]
+    trun = base.find(b"trun", mid_moof) - 4
+
+    def patched(at, data):
+        return base[:at] + data + base[at + len(data):]
+
+    cases = {
+        "trun count 2^32-1": patched(trun + 12, b"\xff\xff\xff\xff"),
+        "mdat 64-bit size 2^63-1": patched(mdats[1][0], b"\x00\x00\x00\x01mdat\x7f\xff\xff\xff\xff\xff\xff\xff"),
+        "moof size + 8": patched(mid_moof, (int.from_bytes(base[mid_moof:mid_moof + 4], "big") + 8).to_bytes(4, "big")),
+        "a fragment twice": base[:frags[1][0]] + base[frags[1][0]:mdats[1][0] + mdats[1][1]] * 2 + base[mdats[1][0] + mdats[1][1]:],
+        "cut in the last mdat": base[:mdats[-1][0] + mdats[-1][1] // 2],
+    }
+    for i, (what, data) in enumerate(cases.items()):
+        out = str(tmp_path / f"out{i}")
+        os.makedirs(out)
+        with open(os.path.join(out, "m.mp4.part"), "wb") as f:
+            f.write(data)
+        r = reeld(f"mut{i}", size="160x90", fps="15", **{"output-dir": out})   # READY=1, or the fixture fails
+        assert r.status()["state"] == "idle", what
+        final = os.path.join(out, "m.mp4")
+        if os.path.exists(final):
+            ok, err = decodes_clean(final)
+            assert ok, (what, err)
+        else:
+            kept_whole(out, "m.mp4.part", data)
+            said = [l for l in open(r.log_path, errors="replace").read().splitlines() if "m.mp4.part" in l]
+            assert len(said) == 1, (what, said)
+        if what == "cut in the last mdat":
+            assert os.path.exists(final), (what, os.listdir(out))
+        r.terminate()

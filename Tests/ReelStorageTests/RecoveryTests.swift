@@ -159,4 +159,31 @@ final class RecoveryTests: XCTestCase {
         Storage.recoverPartFiles(in: dir, logger: CapturedLog().logger)
         XCTAssertTrue(files() == ["unsigned.mp4.part": unsigned, "empty.mp4.part": []], "\(files().mapValues(\.count))")
     }
+
+    /// Moving aside never replaces a file: an older `.damaged` stays as it was.
+    func testMovingAsideReplacesNothing() throws {
+        var damaged = PartBytes.fragment(2)
+        damaged[4..<8] = ArraySlice("mo0f".utf8)
+        let bytes = PartBytes.head + PartBytes.fragment(1) + damaged
+        write("x.mp4.part", bytes)
+        write("x.mp4.part.damaged", [1, 2, 3])
+        let r = Storage.recover(in: dir, logger: CapturedLog().logger)
+        XCTAssertEqual(r.map(\.outcome).first.map { if case let .movedAside(to, _) = $0 { return to }; return "" }, "\(dir)/x.mp4.part.damaged-2")
+        XCTAssertTrue(files() == ["x.mp4.part.damaged": [1, 2, 3], "x.mp4.part.damaged-2": bytes], "\(files().mapValues(\.count))")
+    }
+
+    /// A symbolic link, a FIFO or a directory named like a `.part` is left alone (a FIFO does not
+    /// block recovery); the Reel file after them is still dealt with.
+    func testLinksFifosAndDirectoriesAreLeftAlone() throws {
+        write("target", PartBytes.head)
+        XCTAssertEqual(symlink("\(dir)/target", "\(dir)/a-link.mp4.part"), 0)
+        XCTAssertEqual(mkfifo("\(dir)/b-fifo.mp4.part", 0o600), 0)
+        try FileManager.default.createDirectory(atPath: "\(dir)/c-dir.mp4.part", withIntermediateDirectories: false)
+        write("d.mp4.part", PartBytes.head)
+        let log = CapturedLog()
+        let r = Storage.recover(in: dir, logger: log.logger)
+        XCTAssertEqual(r.map(\.outcome).map { if case .leftAlone = $0 { return "left" }; return "\($0)" }, ["left", "left", "left", "removed"])
+        XCTAssertTrue(files()["target"] == PartBytes.head, "the link was followed")
+        XCTAssertEqual(log.all.filter { $0.level == .warning }.count, 3, "\(log.all)")
+    }
 }

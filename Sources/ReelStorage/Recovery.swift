@@ -183,7 +183,7 @@ extension Storage {
 
     /// rename(2) that never replaces `to` (renameat2 RENAME_NOREPLACE; where the file system
     /// cannot do that, link then unlink, which cannot replace either). 0 or -1 with errno.
-    static func renameNoReplace(_ from: String, _ to: String) -> Int32 {
+    package static func renameNoReplace(_ from: String, _ to: String) -> Int32 {
         if creel_rename_noreplace(from, to) == 0 { return 0 }
         guard errno == EINVAL || errno == ENOSYS else { return -1 }
         guard link(from, to) == 0 else { return -1 }

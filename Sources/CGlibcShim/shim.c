@@ -5,8 +5,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <spawn.h>
-#include <string.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>

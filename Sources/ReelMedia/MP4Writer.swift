@@ -37,7 +37,8 @@ import ReelSystem
 /// - The muxer writes into memory (an AVIOContext of this writer's, `Sink`); each complete fragment
 ///   goes to the file with one write(2). On its way a 16-byte `free` box goes in after `ftyp`
 ///   (`placeholder`: `MP4Finisher` turns it into a 64-bit `mdat` header at stop; with
-///   `default_base_moof` every sample offset is relative to its moof, so it moves nothing), and
+///   `default_base_moof` every sample offset is relative to its moof, so it moves nothing), then
+///   Reel's signature (`PartSignature`, a 17-byte `free` box: recovery touches no `.part` without it), and
 ///   after an undo each moof's `tfdt` and sequence number are set right (`FragmentRewrite`).
 /// - A write to the file that fails (ENOSPC, EDQUOT, EIO, EFBIG) is final: it is kept in
 ///   `writeFailure` (with its errno), every later call throws it without touching the file again,
@@ -69,6 +70,9 @@ public final class MP4Writer: @unchecked Sendable {
     public static let movflags = "empty_moov+delay_moov+frag_custom+default_base_moof+skip_trailer"
     /// The box written right after ftyp: `free`, 16 bytes, the room for a 64-bit `mdat` header.
     public static let placeholder: [UInt8] = [0, 0, 0, 16, 0x66, 0x72, 0x65, 0x65, 0, 0, 0, 0, 0, 0, 0, 0]
+    /// What goes in after `ftyp`, before any media: the placeholder, then Reel's signature
+    /// (`PartSignature`), by which start-up recovery knows the file for one of Reel's.
+    public static let afterFtyp: [UInt8] = placeholder + PartSignature.box
     /// Media time between fragment cuts, in microseconds: at most this much (plus the encoders' delay)
     /// is lost if the process dies.
     public let fragmentMicros: Int64
@@ -206,7 +210,7 @@ public final class MP4Writer: @unchecked Sendable {
     /// The file offset the next byte the muxer has written goes to (the placeholder counted
     /// before it is in: it goes in with the first bytes).
     private var nextFileOffset: Int64 {
-        fileEnd + Int64(sink.bytes.count) + (placeholderIn ? 0 : Int64(Self.placeholder.count))
+        fileEnd + Int64(sink.bytes.count) + (placeholderIn ? 0 : Int64(Self.afterFtyp.count))
     }
 
     /// Creates `path` (never through a link, never over a file) and writes the file header; with
@@ -663,17 +667,17 @@ public final class MP4Writer: @unchecked Sendable {
         onFragmentWritten?()
     }
 
-    /// Hands what the muxer wrote since the last fragment to the file: the placeholder after ftyp
-    /// (the first time), each moof's tfdt and sequence number set right, then one write.
+    /// Hands what the muxer wrote since the last fragment to the file: the placeholder and the
+    /// signature after ftyp (the first time), each moof's tfdt and sequence number set right, then one write.
     private func commit() throws {
         var from = 0
         if !placeholderIn {
             guard sink.bytes.count >= 8 else { return }
             let ftyp = Int(sink.bytes[0]) << 24 | Int(sink.bytes[1]) << 16 | Int(sink.bytes[2]) << 8 | Int(sink.bytes[3])
             guard ftyp >= 8, ftyp <= sink.bytes.count else { throw MediaError("MP4Writer: the muxer's first box on '\(path)' is \(ftyp) bytes") }
-            sink.bytes.insert(contentsOf: Self.placeholder, at: ftyp)
+            sink.bytes.insert(contentsOf: Self.afterFtyp, at: ftyp)
             placeholderIn = true
-            from = ftyp + Self.placeholder.count
+            from = ftyp + Self.afterFtyp.count
         }
         var shifts: [UInt32: Int64] = [:]
         for t in [video, audio].compactMap({ $0 }) where t.shift != 0 { shifts[t.trackID] = t.shift }

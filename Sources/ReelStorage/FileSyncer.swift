@@ -112,7 +112,8 @@ package final class FileSyncer: @unchecked Sendable {
 }
 
 /// An advisory lock (flock) on a recording's `.part` file for as long as it is being written, so
-/// startup recovery in another reeld sharing the directory leaves it alone (`isLocked`).
+/// startup recovery in another reeld sharing the directory leaves it alone (`Storage.recover`
+/// probes it with a shared flock on its own descriptor).
 package final class PartFileLock {
     private var fd: Int32
 
@@ -131,13 +132,4 @@ package final class PartFileLock {
     }
 
     deinit { release() }
-
-    /// True when another open file description holds a lock on `path` (a live recording).
-    package static func isLocked(_ path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { Glibc.close(fd) }
-        if flock(fd, LOCK_SH | LOCK_NB) == 0 { return false }  // closing fd drops this probe lock
-        return errno == EWOULDBLOCK
-    }
 }

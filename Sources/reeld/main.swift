@@ -86,7 +86,13 @@ struct Serve: ParsableCommand {
         let supervisor = Supervisor(notifier: notifier, status: status, health: recorder.health, watchdogNs: watchdog,
                                     logger: logger, statusLine: { recorder.statusLine() },
                                     onTick: { recorder.tick(); writeMetrics() }, onStall: { recorder.errors.count(.stall) })
-        recorder.recoverPartFiles()
+        // Start-up recovery on its own thread: reeld waits for it at most
+        // `recoveryWaitBeforeReadyNs`, then serves while it goes on (a long file, a stuck disk).
+        let recovered = Promise<Bool>()
+        NamedThread.start("reel-recovery") { recorder.recoverPartFiles(); recovered.fulfill(true) }
+        if recovered.wait(until: SystemClock.now() + Storage.recoveryWaitBeforeReadyNs) == nil {
+            logger.notice("start-up recovery is taking more than \(Storage.recoveryWaitBeforeReadyNs / nanosPerSecond) s; serving meanwhile (it goes on in the background)")
+        }
 
         let policy = PeerPolicy(groupName: settings.optionalString(.controlGroup), userName: settings.optionalString(.controlUser))
         policy.warnings.forEach { logger.warning("\($0)") }

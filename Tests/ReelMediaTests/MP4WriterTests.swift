@@ -190,20 +190,22 @@ final class MP4WriterTests: XCTestCase {
     }
 
     /// The writer's file has the shape of a recovered one: ftyp, the 16-byte placeholder (a `free`
-    /// box, MP4Finisher's future mdat header), moov, then moof/mdat pairs to the end, no mfra
-    /// (libavformat would keep its index in memory for the whole recording).
+    /// box, MP4Finisher's future mdat header), Reel's signature (a `free` box: "ReelPart", version
+    /// 1), moov, then moof/mdat pairs to the end, no mfra (libavformat would keep its index in
+    /// memory for the whole recording).
     func testWrittenFileIsFragmentsOnly() throws {
         let path = tempPath("shape.mp4")
         _ = try writeTestFile(path: path, fps: Rational(30), rate: 48000, channels: 1, seconds: 3)
         let types = try topLevelBoxTypes(path)
-        XCTAssertEqual(Array(types.prefix(3)), ["ftyp", "free", "moov"], "\(types)")
+        XCTAssertEqual(Array(types.prefix(4)), ["ftyp", "free", "free", "moov"], "\(types)")
         let d = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         let ftypSize = Int(d[0]) << 24 | Int(d[1]) << 16 | Int(d[2]) << 8 | Int(d[3])
         XCTAssertEqual(Array(d[ftypSize..<(ftypSize + 16)]), MP4Writer.placeholder, "the placeholder follows ftyp")
-        let rest = Array(types.dropFirst(3))
+        XCTAssertEqual(Array(d[(ftypSize + 16)..<(ftypSize + 33)]), [0, 0, 0, 17] + Array("freeReelPart".utf8) + [1], "the signature follows it")
+        let rest = Array(types.dropFirst(4))
         XCTAssertGreaterThanOrEqual(rest.count, 2 * 3, "a fragment per second of media: \(types)")
         XCTAssertEqual(rest.count % 2, 0, "\(types)")
-        for (i, t) in rest.enumerated() { XCTAssertEqual(t, i % 2 == 0 ? "moof" : "mdat", "box \(i + 3) of \(types)") }
+        for (i, t) in rest.enumerated() { XCTAssertEqual(t, i % 2 == 0 ? "moof" : "mdat", "box \(i + 4) of \(types)") }
         let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
         XCTAssertGreaterThan(size, 0)
     }
@@ -230,7 +232,7 @@ final class MP4WriterTests: XCTestCase {
         var o = 0
         while o + 8 <= d.count { boxes.append((String(decoding: d[(o + 4)..<(o + 8)], as: UTF8.self), o, u32(o))); o += u32(o) }
         XCTAssertEqual(o, d.count)
-        let markers = boxes.enumerated().filter { $0.element.type == "free" && $0.offset > 1 }
+        let markers = boxes.enumerated().filter { $0.element.type == "free" && $0.offset > 2 }  // after the placeholder and signature
         XCTAssertEqual(markers.map(\.element.offset), writer!.takeMarkers.map { Int($0.fileOffset) })
         XCTAssertEqual(writer!.takeMarkers.map(\.index), [1, 2, 3, 4])
         for (i, m) in markers {

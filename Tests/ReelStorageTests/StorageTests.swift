@@ -5,60 +5,6 @@ import Logging
 import ReelSystem
 import XCTest
 
-final class StorageTests: XCTestCase {
-    private func box(_ type: String, _ payload: Int) -> [UInt8] {
-        let n = UInt32(8 + payload)
-        return [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + Array(type.utf8) + [UInt8](repeating: 0, count: payload)
-    }
-
-    func testPartContentsDropsTheIncompleteFragment() throws {
-        let path = NSTemporaryDirectory() + "reel-prefix-\(UUID().uuidString).mp4.part"
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let head = box("ftyp", 16) + box("free", 8) + box("moov", 100)
-        let frag1 = box("moof", 40) + box("mdat", 1000)
-        let cut = box("moof", 40) + Array(box("mdat", 1000).prefix(500))
-        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(head + frag1 + cut)))
-        XCTAssertEqual(try Storage.partContents(path), .playable(keep: Int64(head.count + frag1.count)))
-        // A moof whose mdat never started is dropped too.
-        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(head + frag1 + box("moof", 40))))
-        XCTAssertEqual(try Storage.partContents(path), .playable(keep: Int64(head.count + frag1.count)))
-        // Finished but not renamed (the placeholder became the mdat header): playable whole.
-        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(box("ftyp", 16) + box("mdat", 2000) + box("moov", 300))))
-        XCTAssertEqual(try Storage.partContents(path), .playable(keep: 16 + 8 + 2008 + 308))
-    }
-
-    func testAPartWithNothingRecordedIsNoMediaAndForeignBytesAreUnrecognised() throws {
-        let path = NSTemporaryDirectory() + "reel-prefix-\(UUID().uuidString).mp4.part"
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let head = box("ftyp", 16) + box("free", 8) + box("moov", 100)
-        for (bytes, what) in [([UInt8](), "empty"), (Array(box("ftyp", 16).prefix(10)), "cut inside ftyp"),
-                              (box("ftyp", 16) + Array(box("moov", 100).prefix(50)), "cut inside moov"),
-                              (head, "header only"), (head + Array((box("moof", 40) + box("mdat", 1000)).prefix(700)), "first fragment cut short")] {
-            XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
-            XCTAssertEqual(try Storage.partContents(path), .noMedia, what)
-        }
-        // Boxes reeld never writes before media, without a movie header: not ours to remove.
-        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(box("ftyp", 16) + box("wide", 0) + box("mdat", 100))))
-        XCTAssertEqual(try Storage.partContents(path), .unrecognised)
-        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(box("ftyp", 16) + box("uuid", 40))))
-        XCTAssertEqual(try Storage.partContents(path), .unrecognised)
-    }
-
-    /// Recovery removes a .part that holds nothing (a kill before the first fragment), makes a
-    /// playable one an .mp4, and leaves one it does not recognise.
-    func testRecoveryRemovesAPartWithNoMediaAndLeavesForeignOnes() throws {
-        let dir = NSTemporaryDirectory() + "reel-recover-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        XCTAssertTrue(FileManager.default.createFile(atPath: "\(dir)/empty.mp4.part", contents: Data()))
-        XCTAssertTrue(FileManager.default.createFile(atPath: "\(dir)/header.mp4.part", contents: Data(box("ftyp", 16) + box("free", 8) + box("moov", 100))))
-        XCTAssertTrue(FileManager.default.createFile(atPath: "\(dir)/foreign.mp4.part", contents: Data(box("ftyp", 16) + box("wide", 0) + box("mdat", 100))))
-        let made = Storage.recoverPartFiles(in: dir, logger: Logger(label: "test"))
-        XCTAssertEqual(made, [])
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir).sorted(), ["foreign.mp4.part"])
-    }
-}
-
 final class WriteFailureTextTests: XCTestCase {
     func testEachErrnoIsNamedWithWhatWasKeptAndTheFix() {
         let part = "/v/x.mp4.part"

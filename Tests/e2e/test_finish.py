@@ -112,7 +112,7 @@ def test_killed_at_each_finish_step_plays_then_recovers_finished(reeld, tmp_path
     if step == "mdat":
         assert_finished(part)                 # finished, only the rename is missing
     else:
-        assert top[:3] == ["ftyp", "free", "moov"] and "moof" in top, top   # still the fragmented file
+        assert top[:4] == ["ftyp", "free", "free", "moov"] and "moof" in top, top   # still the fragmented file (placeholder, signature)
     # The next start-up finishes it (or only renames it) as a stop would have.
     r2 = reeld(f"recover-{step}", **{"output-dir": out})
     assert r2.status()["state"] == "idle"

@@ -161,6 +161,8 @@ public struct Timeline: Sendable {
     public private(set) var horizon: Nanos
     /// The latest request instant (no request is placed before it).
     var lastRequested: Nanos
+    /// The instant of the stop placed (asked, scheduled, or the cap's), nil while none is.
+    var stopRequested: Nanos?
     /// The origin `S`: the start cut's instant, the base of every offset and cut sample for the
     /// whole recording. It resolves like the start cut, even when that take was undone before
     /// its frame came (decisions never depend on arrival).
@@ -240,9 +242,31 @@ public struct Timeline: Sendable {
             // take undone, there is none).
             if phase == .recording { cuts.append(Cut(keepAfter: false, isStop: true, requested: instant)) }
             phase = .stopped
+            stopRequested = instant
         }
         if !hasVideo { resolveAtRequests(upTo: max(instant, horizon)) } else { issueCap { _ in } }
         return phase
+    }
+
+    /// A stop at `t` that comes before requests placed later (a one-shot's schedule: its pauses
+    /// and the stop at its duration): those are dropped as they are, unresolved (nothing was
+    /// decided on them), the phase is what the requests left stand make it, and the recording
+    /// stops at `t` as `request(.stop)` stops it. With nothing placed after `t` it is exactly
+    /// `request(.stop)`; refused as a second stop when a stop at or before `t` is placed already.
+    @discardableResult
+    public mutating func stopBeforeLaterRequests(at t: Nanos) throws(RequestError) -> Phase {
+        let instant = max(t, horizon)
+        if let placed = stopRequested, placed <= instant { throw .wrongPhase(request: .stop, phase: .stopped) }
+        var k = cuts.count
+        // An undo's pending cut stays (it settles a take already removed), and what precedes it.
+        while k > firstUnresolved, cuts[k - 1].requested > instant, !cuts[k - 1].isUndo { k -= 1 }
+        if k < cuts.count || stopRequested != nil {
+            cuts.removeSubrange(k...)
+            stopRequested = nil
+            if let last = cuts.last { phase = last.keepAfter ? .recording : (last.isStop ? .stopped : .paused) } else { phase = .paused }
+            lastRequested = max(horizon, cuts.last?.requested ?? originRequested)
+        }
+        return try request(.stop, at: instant)
     }
 
     /// Removes the last take (see the rules): while recording it ends at `t` (clamped like a
@@ -541,6 +565,7 @@ public struct Timeline: Sendable {
         cuts.append(Cut(keepAfter: false, isStop: true, requested: x, isCapStop: true))
         lastRequested = max(lastRequested, x)
         phase = .stopped
+        stopRequested = x
         resolveMore(&self)
     }
 

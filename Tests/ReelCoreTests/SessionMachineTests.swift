@@ -560,7 +560,8 @@ final class SessionMachineTests: XCTestCase {
     /// are dropped unresolved, as if never asked.
     func testAStopSupersedesTheScheduleAfterIt() {
         let schedule: [(Timeline.Request, Nanos)] = [(.pause, 4 * s), (.resume, 5 * s), (.stop, 8 * s)]
-        // Paced, at 2 s: the take ends at the 2 s frame, audio at sample 96000.
+        // Paced, at 2 s, just after the 2 s frame arrived: the take ends at the next frame, audio
+        // with it on the grid (61 frames at 30 fps: sample 97600).
         var m = ManualSession(start: t0, schedule: schedule)
         m.camera(from: t0, until: t0 + 10 * s, latency: 0)
         m.microphone(from: t0, until: t0 + 10 * s, chunk: 480, latency: 0)
@@ -568,8 +569,8 @@ final class SessionMachineTests: XCTestCase {
         m.run(until: t0 + 20 * s)
         XCTAssertEqual(m.replies, [.success(.stopped)])
         XCTAssertEqual(m.ending, .complete)
-        XCTAssertEqual(m.videoCaptured, frames(0..<60))
-        XCTAssertEqual(m.audio, [Run(from: 0, count: 96_000)])
+        XCTAssertEqual(m.videoCaptured, frames(0..<61))
+        XCTAssertEqual(m.audio, [Run(from: 0, count: 97_600)])
         XCTAssertLessThan(m.endedAt!, t0 + 3 * s)
 
         // Inside the scheduled pause (4.5 s): the pause stands, the resume and the later stop go.
@@ -599,7 +600,7 @@ final class SessionMachineTests: XCTestCase {
         late.request(.stop, at: t0 + 700 * ms)
         late.run(until: t0 + 5 * s)
         XCTAssertEqual(late.replies, [.success(.stopped), .failure(.wrongPhase(request: .stop, phase: .stopped))])
-        XCTAssertEqual(late.videoCaptured, frames(0..<15))
+        XCTAssertEqual(late.videoCaptured, frames(0..<16))
     }
 
     func testTypedOutcomes() {

@@ -384,6 +384,15 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         while TestHooks.freezeRequested() && !queue.isClosed { SystemClock.sleep(until: SystemClock.now() + 20_000_000) }
     }
 
+    /// Test-only (REEL_TEST_STALL_PIPELINE): holds the pipeline thread while the trigger file
+    /// exists. Polls at 20 ms: a test hook, not synchronisation.
+    private func stallForTest() {
+        guard TestHooks.pipelineStallRequested() else { return }
+        logger.warning("test hook \(TestHooks.stallPipelineVariable): stalling the pipeline thread")
+        while TestHooks.pipelineStallRequested() { SystemClock.sleep(until: SystemClock.now() + 20_000_000) }
+        logger.warning("test hook \(TestHooks.stallPipelineVariable): the pipeline thread goes on")
+    }
+
     /// Asks the pipeline for a pause, resume or stop at the current instant; `label` names the take
     /// a resume begins (nil: none, its chapter is "Take N"). Blocks briefly.
     package func request(_ r: Timeline.Request, label: String? = nil) -> Outcome {
@@ -403,6 +412,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         loop: while true {
             pipelineBeat?.beat()
             let event = queue.take(until: SystemClock.now() + 20_000_000)
+            if event != nil, TestHooks.stallPipelinePath != nil { stallForTest() }
             machine.wake(now: SystemClock.now(), lastVideoArrival: lastVideoArrival.load(ordering: .relaxed))
             do {
                 if let event { try handle(event) }

@@ -269,3 +269,26 @@ def test_undo_with_one_track(reeld, track):
         assert len(onsets) == 3 and all(abs(o - w) <= tol for o, w in zip(onsets, want)), (onsets, want, tol)
         length = take1 + (s(stop) - resume3)
         assert abs(a["duration"] - length) <= tol, (a["duration"], length, tol)
+
+
+def test_an_undo_given_up_on_is_never_applied(reeld, tmp_path):
+    """An undo whose answer reelctl was told it would not get (the pipeline, overloaded, did not
+    answer within 10 s) is cancelled: when the pipeline goes on it does not remove the take, so the
+    user's retry cannot remove a second one. REEL_TEST_STALL_PIPELINE holds the pipeline thread."""
+    stall = tmp_path / "stall"
+    r = reeld("undo-given-up", size="320x180", fps="15", _env={"REEL_TEST_STALL_PIPELINE": str(stall)})
+    r.ctl("start", "--name", "given-up")
+    r.ctl("pause")
+    r.ctl("resume", "--label", "two")
+    assert [t["number"] for t in r.status()["takes"]] == [1, 2]
+    stall.touch()
+    undo = r.ctl("undo", expect_ok=False)
+    assert undo.rc == 1 and "did not answer within 10 s" in undo.err, undo
+    stall.unlink()
+    # The pipeline handles its queue in order: once this pause is answered, the undo was seen.
+    pause = r.ctl("pause", expect_ok=False)
+    assert pause.rc == 0, f"the undo given up on was applied late: {pause}\n{r.log_tail()}"
+    assert [t["number"] for t in r.status()["takes"]] == [1, 2], r.status()["takes"]
+    # The reply says so, and the log names what was dropped.
+    assert "not applied" in undo.err, undo
+    assert "given up by its requester" in r.log_tail(200), r.log_tail(200)

@@ -28,7 +28,7 @@ public enum OneShot {
         defer { current.withLock { $0.session = nil } }
         session.start()
         // A signal that came before the session existed: it stops the recording at once.
-        if stopAsked { _ = session.request(.stop) }
+        if stopAsked { _ = session.request(.stop, deadline: Self.signalStopDeadline) }
         logger.notice("recording \(output).part (video: \(session.sourceDescriptions.video ?? "none"), audio: \(session.sourceDescriptions.audio ?? "none"))",
                       metadata: RecordingLog.fields(.started, file: output, part: output + ".part", segment: 0))
         switch session.finished.wait(until: nil)! {
@@ -47,8 +47,11 @@ public enum OneShot {
     public static func stopEarly() {
         let s = current.withLock { state in state.stopAsked = true; return state.session }
         // A second signal is refused as a second stop is: the first is being carried out.
-        if let s { _ = s.request(.stop) }
+        if let s { _ = s.request(.stop, deadline: signalStopDeadline) }
     }
+
+    /// A signal's stop is never given up on: it stops the recording however long the pipeline takes.
+    private static let signalStopDeadline: Nanos = .max / 2
 
     private static let current = LockedBox<(session: RecordingSession?, stopAsked: Bool)>((nil, false))
 }

@@ -318,7 +318,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         guard let s = monitor.withLock({ session }) else {
             return failure(id, .wrongState("cannot stop: not recording (state is idle)"))
         }
-        switch s.request(.stop) {
+        switch s.request(.stop, deadline: deadline) {
         case .ok: break
         case let .refused(msg): return failure(id, .wrongState(msg))
         case let .failed(msg): return failure(id, .failed(msg))

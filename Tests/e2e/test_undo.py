@@ -292,3 +292,24 @@ def test_an_undo_given_up_on_is_never_applied(reeld, tmp_path):
     # The reply says so, and the log names what was dropped.
     assert "not applied" in undo.err, undo
     assert "given up by its requester" in r.log_tail(200), r.log_tail(200)
+
+
+def test_undo_with_the_expected_take_is_safe_to_retry(reeld):
+    """`reelctl undo --take N` removes take N only if it is the last take: an undo that would
+    remove another take is refused naming both numbers, so a retry after a lost answer cannot
+    remove a second take."""
+    r = reeld("undo-take", size="320x180", fps="15")
+    r.ctl("start", "--name", "undo-take")
+    r.ctl("pause")
+    r.ctl("resume", "--label", "two")
+    wrong = r.ctl("undo", "--take", "1", expect_ok=False)
+    assert wrong.rc == 1 and "take 1" in wrong.err and "take 2" in wrong.err, wrong
+    assert [t["number"] for t in r.status()["takes"]] == [1, 2]
+    r.ctl("undo", "--take", "2")
+    assert [t["number"] for t in r.status()["takes"]] == [1]
+    # The retry of the same undo (its answer lost): refused, take 1 stays.
+    retry = r.ctl("undo", "--take", "2", expect_ok=False)
+    assert retry.rc == 1 and "take 2" in retry.err and "take 1" in retry.err, retry
+    assert [t["number"] for t in r.status()["takes"]] == [1]
+    bad = r.ctl("undo", "--take", "0", expect_ok=False)
+    assert bad.rc == 2 and "--take" in bad.err, bad

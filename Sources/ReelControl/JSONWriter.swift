@@ -119,6 +119,7 @@ extension Request: OrderedJSON {
             if let label { o.field("label", label) }
             if let maxDurationNs { o.field("maxDurationNs", maxDurationNs) }
             if let width { o.field("width", width) }
+            if let take { o.field("take", take) }
             if let args {
                 o.key("args")
                 o.object { a in

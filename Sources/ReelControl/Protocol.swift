@@ -36,10 +36,13 @@ public struct Request: Codable, Sendable, Equatable {
     public var maxDurationNs: Nanos?
     /// Only meaningful for `snapshot`: scale the image to this many columns (nil: as captured).
     public var width: Int?
+    /// Only meaningful for `undo`: the take it must remove (refused if the last take is another).
+    public var take: Int?
 
     public init(v: Int = protocolVersion, id: Int? = nil, cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil,
-                label: String? = nil, maxDurationNs: Nanos? = nil, width: Int? = nil) {
+                label: String? = nil, maxDurationNs: Nanos? = nil, width: Int? = nil, take: Int? = nil) {
         self.width = width
+        self.take = take
         self.v = v
         self.id = id
         self.cmd = cmd
@@ -441,13 +444,15 @@ public enum Wire {
         if !envelope.widthValid || (cmd == .snapshot && (envelope.width ?? 16) < 16) {
             return bad("bad \"width\": must be an integer of at least 16 (pixels; or left out for the captured size)")
         }
+        if !envelope.takeValid { return bad("bad \"take\": must be an integer (or left out)") }
+        if cmd == .undo, let take = envelope.take, let problem = takeProblem(take) { return bad(problem) }
         if cmd == .set, envelope.args?.isEmpty ?? true {
             return bad("'set' needs \"args\": the controls to set, e.g. {\"brightness\":200} (see 'reelctl controls')")
         }
         return .success(Request(v: v, id: id, cmd: cmd, name: cmd == .start ? envelope.name : nil, args: cmd == .set ? envelope.args : nil,
                                 label: cmd == .start || cmd == .resume ? envelope.label : nil,
                                 maxDurationNs: cmd == .start ? envelope.maxDurationNs : nil,
-                                width: cmd == .snapshot ? envelope.width : nil))
+                                width: cmd == .snapshot ? envelope.width : nil, take: cmd == .undo ? envelope.take : nil))
     }
 
     /// The longest label, in UTF-8 bytes.
@@ -464,6 +469,11 @@ public enum Wire {
             return "bad \"label\": contains control characters (\(hint), on one line)"
         }
         return nil
+    }
+
+    /// Why `take` cannot name the take an `undo` expects to remove, or nil if it can.
+    public static func takeProblem(_ take: Int) -> String? {
+        take >= 1 ? nil : "bad \"take\": \(take) is not a take number (takes are numbered from 1; see 'reelctl takes')"
     }
 
     /// Why `ns` cannot be a length cap, or nil if it can (0: none).
@@ -504,13 +514,15 @@ public enum Wire {
         var maxDurationValid = true
         var width: Int?
         var widthValid = true
+        var take: Int?
+        var takeValid = true
 
         var maxDurationProblem: String? {
             guard maxDurationValid else { return "bad \"maxDurationNs\": must be an integer number of nanoseconds (or left out)" }
             return maxDurationNs.flatMap(Wire.maxDurationProblem)
         }
 
-        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args, label, maxDurationNs, width }
+        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args, label, maxDurationNs, width, take }
 
         init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -541,6 +553,10 @@ public enum Wire {
             if c.contains(.width), (try? c.decodeNil(forKey: .width)) != true {
                 width = try? c.decode(Int.self, forKey: .width)
                 widthValid = width != nil
+            }
+            if c.contains(.take), (try? c.decodeNil(forKey: .take)) != true {
+                take = try? c.decode(Int.self, forKey: .take)
+                takeValid = take != nil
             }
         }
     }

@@ -276,11 +276,12 @@ public struct SessionMachine: Sendable {
         } catch { return .failure(error) }
     }
 
-    /// Undo the last take, at the instant it was asked (nil: at the media position reached).
+    /// Undo the last take, at the instant it was asked (nil: at the media position reached);
+    /// `expecting`: only if it is that take (see `Timeline.undo`).
     /// Accepted: perform the `Rollback` at once (before the next event), publish, then answer.
-    public mutating func undo(at t: Nanos?) -> Result<Rollback, Timeline.RequestError> {
+    public mutating func undo(at t: Nanos?, expecting: Int? = nil) -> Result<Rollback, Timeline.RequestError> {
         let u: Timeline.Undo
-        do { u = try timeline.undo(at: t ?? timeline.horizon) } catch { return .failure(error) }
+        do { u = try timeline.undo(at: t ?? timeline.horizon, expecting: expecting) } catch { return .failure(error) }
         var rb = Rollback(take: u.take, label: u.label, videoPTS: nil, framesRemoved: 0, audioSamples: u.audioOutput,
                           samplesRemoved: u.samplesRemoved, outputStart: u.outputStart)
         // Only the last take can be undone, so its mark (if any frame of it was encoded) is the last.

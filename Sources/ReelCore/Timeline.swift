@@ -60,8 +60,12 @@ public struct Timeline: Sendable {
         case cannotUndo(phase: Phase)
         /// Undo refused: the previous undo waits for its take's first frame (see `undo`).
         case undoPending
+        /// Undo refused: the caller expected to remove take `expected`, the last take is `last`.
+        case wrongTake(expected: Int, last: Int)
         public var description: String {
             switch self {
+            case let .wrongTake(expected, last):
+                return "cannot undo take \(expected): the last take is take \(last) (take \(expected) was removed already or is not the last; see 'reelctl takes', then undo with --take \(last) if that is the one to remove)"
             case .undoPending: return "cannot undo: the last undo is not settled yet (its take's first frame is still on its way); try again"
             case .cannotUndo(.stopped): return "cannot undo: the recording is stopping"
             case .cannotUndo: return "cannot undo: no take left to remove (use 'reelctl stop' to end, or 'reelctl resume' to record)"
@@ -277,10 +281,14 @@ public struct Timeline: Sendable {
     /// resolves (removed then, before any of its media is decided, or void if the cap came first:
     /// the cap's stop wins, by capture time). Its decision rolls nothing back: nothing of the take
     /// was output. A further undo is refused (`undoPending`) until it is settled.
-    public mutating func undo(at t: Nanos) throws(RequestError) -> Undo {
+    ///
+    /// `expecting`: the take the caller means to remove; refused (`wrongTake`) when the last take
+    /// is another, so a retry of an undo whose answer was lost cannot remove a second take.
+    public mutating func undo(at t: Nanos, expecting: Int? = nil) throws(RequestError) -> Undo {
         guard phase != .stopped else { throw .cannotUndo(phase: .stopped) }
         guard !cuts.contains(where: \.isUndo) else { throw .undoPending }
         guard let k = cuts.lastIndex(where: \.keepAfter) else { throw .cannotUndo(phase: phase) }
+        if let expecting, expecting != k / 2 + 1 { throw .wrongTake(expected: expecting, last: k / 2 + 1) }
         let instant = max(t, horizon, lastRequested)
         lastRequested = instant
         let take = cuts[k]

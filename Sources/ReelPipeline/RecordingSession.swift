@@ -157,7 +157,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         case media(MediaEvent)
         /// `reply`: taken before it is applied; one given up on by its requester is dropped.
         case request(Timeline.Request, at: Nanos?, label: String?, reply: DeadlineReply<Outcome>)
-        case undo(at: Nanos?, reply: DeadlineReply<UndoOutcome>)
+        case undo(at: Nanos?, expecting: Int?, reply: DeadlineReply<UndoOutcome>)
     }
 
     package let partPath: String
@@ -297,12 +297,13 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     static let requestWaitNs: Nanos = 10 * nanosPerSecond
     static let requestGraceNs: Nanos = 60 * nanosPerSecond
 
-    /// Removes the last take (see `Timeline.undo`); blocks briefly.
-    package func undo() -> UndoOutcome {
+    /// Removes the last take (see `Timeline.undo`), only if it is take `expecting` when given;
+    /// blocks briefly.
+    package func undo(expecting: Int? = nil) -> UndoOutcome {
         let now = SystemClock.now()
         let reply = DeadlineReply<UndoOutcome>(deadline: now + Self.requestWaitNs)
         let at: Nanos? = config.paced ? now : nil
-        guard queue.put(.undo(at: at, reply: reply)) else { return .refused("cannot undo: the recording is finishing") }
+        guard queue.put(.undo(at: at, expecting: expecting, reply: reply)) else { return .refused("cannot undo: the recording is finishing") }
         switch reply.wait(grace: Self.requestGraceNs) {
         case let .answered(outcome): return outcome
         case .cancelled: return .failed(Self.givenUp("undo"))
@@ -584,9 +585,9 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
 
     private func handle(_ event: Event) throws {
         switch event {
-        case let .undo(at, reply):
+        case let .undo(at, expecting, reply):
             guard reply.take(now: SystemClock.now()) else { return logGivenUp("undo", waited: reply.deadline) }
-            switch machine.undo(at: at) {
+            switch machine.undo(at: at, expecting: expecting) {
             case let .success(rb):
                 do { try rollBack(rb) } catch {
                     reply.fulfill(.failed("cannot undo take \(rb.take): \(error)"))
@@ -770,7 +771,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         while let e = queue.take(until: 0) {
             switch e {
             case let .request(_, _, _, reply): reply.fulfill(.refused("the recording is finishing"))
-            case let .undo(_, reply): reply.fulfill(.refused("cannot undo: the recording is finishing"))
+            case let .undo(_, _, reply): reply.fulfill(.refused("cannot undo: the recording is finishing"))
             // Live sources outlive the recording: their slots go back.
             case let .media(.video(slot, _)): videoSource?.pool.release(slot)
             case let .media(.audio(slot, _, _, _)): audioSource?.pool.release(slot)

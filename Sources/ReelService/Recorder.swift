@@ -93,7 +93,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         case .snapshot: return snapshot(width: request.width, id: request.id, requestedAt: received)
         case .pause: return control(.pause, id: request.id)
         case .resume: return control(.resume, label: request.label, id: request.id)
-        case .undo: return undo(id: request.id)
+        case .undo: return undo(expecting: request.take, id: request.id)
         case .stop: return stop(id: request.id, deadline: SystemClock.now() + Self.stopWaitNs)
         case .status: return reply(id: request.id)
         case .takes: return takesReply(id: request.id)
@@ -288,12 +288,14 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         }
     }
 
-    /// `undo`: the pipeline removes the last take (cutting the file back) before answering.
-    private func undo(id: Int?) -> Reply {
+    /// `undo`: the pipeline removes the last take (cutting the file back) before answering; with
+    /// `expecting`, only if the last take is that one.
+    private func undo(expecting: Int?, id: Int?) -> Reply {
         guard let s = monitor.withLock({ session }) else {
             return failure(id, .wrongState("cannot undo: not recording (state is idle; there is no take to remove)"))
         }
-        switch s.undo() {
+        if let expecting, let problem = Wire.takeProblem(expecting) { return failure(id, .badRequest(problem)) }
+        switch s.undo(expecting: expecting) {
         case let .ok(number, label):
             let title = label ?? "Take \(number)"
             logger.notice("take \(number) undone (\(title)): \(s.partPath) continues after take \(number - 1)",

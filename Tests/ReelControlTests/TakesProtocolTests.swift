@@ -36,6 +36,18 @@ final class TakesProtocolTests: XCTestCase {
         XCTAssertNil(Wire.labelProblem("Zweite Einstellung, «gut»"))
     }
 
+    func testUndoCarriesTheTakeItExpects() throws {
+        XCTAssertEqual(try parse(#"{"v":1,"cmd":"undo","take":3}"#).get().take, 3)
+        XCTAssertNil(try parse(#"{"v":1,"cmd":"undo"}"#).get().take)
+        XCTAssertNil(try parse(#"{"v":1,"cmd":"pause","take":3}"#).get().take, "only undo takes it")
+        XCTAssertEqual(try Wire.text(Request(cmd: .undo, take: 2)), #"{"v":1,"cmd":"undo","take":2}"#)
+        for (field, why) in [#""take":0"#: "not a take number", #""take":-1"#: "not a take number", #""take":"2""#: "must be an integer"] {
+            guard case let .failure(e) = parse(#"{"v":1,"cmd":"undo",\#(field)}"#) else { return XCTFail(field) }
+            XCTAssertEqual(e.error.code, ControlError.Code.badRequest, field)
+            XCTAssertTrue(e.error.message.contains(#""take""#) && e.error.message.contains(why), "\(field): \(e.error.message)")
+        }
+    }
+
     func testTakesInStatusRepliesAndEvents() throws {
         var s = StatusInfo(state: .recording, file: "/o/a.mp4.part", segments: [], recordedNs: 0, frames: 0, droppedFrames: 0,
                            audioSamples: 0, lastFile: nil, lastError: nil, video: "v", audio: "a", uptimeNs: 1)

@@ -186,6 +186,10 @@ public final class MP4Writer: @unchecked Sendable {
     /// with the lock held, on whichever thread's packet cut it: the owner's chance to have it
     /// synced (see reeld's FileSyncer). Set before the first packet, never after.
     public var onFragmentWritten: (() -> Void)?
+    /// How the writer gets its file onto the disk (fdatasync); an undo's cut is synced here
+    /// before `rollback` returns (fragments are synced by the owner, see `onFragmentWritten`).
+    /// Tests replace it to see when it is called. Set before the first call, never after.
+    var syncFile: @Sendable (Int32) -> Int32 = { fdatasync($0) }
     /// Packets whose DTS had to be forced strictly increasing (should stay 0).
     public var dtsFixes: Int { lock.withLock { fixes } }
     private var fixes = 0

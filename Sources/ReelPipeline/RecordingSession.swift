@@ -547,6 +547,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             // No take left: the file starts again (same path and inode, so the lock and the syncer hold).
             mux = try MP4Writer(path: partPath, video: h264, audio: aac, fragmentMicros: mux.fragmentMicros)
             if let syncer { mux.onFragmentWritten = { syncer.request() } }
+            // The emptied file is on the disk before the undo is answered (as a cut take's is).
+            try mux.sync("starting it again (undo of take 1)")
             if let f = config.audioFormat {
                 discardAAC()
                 aac = try AACEncoder(format: f, settings: config.aac)

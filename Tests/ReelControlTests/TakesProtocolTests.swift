@@ -36,6 +36,28 @@ final class TakesProtocolTests: XCTestCase {
         XCTAssertNil(Wire.labelProblem("Zweite Einstellung, «gut»"))
     }
 
+    /// A chapter title cannot pretend to be another: bidirectional overrides and isolates,
+    /// zero-width and other invisible format characters are refused, naming the code point and
+    /// where it is (1-based, in characters of the label).
+    func testLabelsRefuseInvisibleAndDirectionChangingCharacters() {
+        let refused: [UInt32] = [0x00AD, 0x061C, 0x180E, 0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D,
+                                 0x202E, 0x2060, 0x2061, 0x2064, 0x2066, 0x2067, 0x2068, 0x2069, 0x206A, 0x206F, 0xFEFF, 0xFFF9, 0xFFFB]
+        for cp in refused {
+            let label = "ab" + String(Character(Unicode.Scalar(cp)!)) + "cd"
+            let hex = String(cp, radix: 16, uppercase: true)
+            let name = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+            guard let problem = Wire.labelProblem(label) else { XCTFail("\(name) accepted"); continue }
+            XCTAssertTrue(problem.contains(#"bad "label""#) && problem.contains(name) && problem.contains("character 3"), problem)
+            guard case let .failure(e) = parse(#"{"v":1,"cmd":"resume","label":"ab\u\#(hex.count < 4 ? "0" + hex : hex)cd"}"#) else {
+                XCTFail("\(name) accepted on the wire"); continue
+            }
+            XCTAssertTrue(e.error.message.contains(name), e.error.message)
+        }
+        // "Intro" followed by an override that makes "4pm.gpj" read as "jpg.mp4": the override is named.
+        XCTAssertEqual(Wire.labelProblem("Intro\u{202E}4pm.gpj")?.contains("U+202E RIGHT-TO-LEFT OVERRIDE at character 6"), true)
+        for ok in ["Take 2 — « gut »", "שלום עולם", "مرحبا", "日本語のテイク", "café", "👍"] { XCTAssertNil(Wire.labelProblem(ok), ok) }
+    }
+
     func testUndoCarriesTheTakeItExpects() throws {
         XCTAssertEqual(try parse(#"{"v":1,"cmd":"undo","take":3}"#).get().take, 3)
         XCTAssertNil(try parse(#"{"v":1,"cmd":"undo"}"#).get().take)

@@ -468,7 +468,24 @@ public enum Wire {
         if label.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) }) {
             return "bad \"label\": contains control characters (\(hint), on one line)"
         }
+        for (i, u) in label.unicodeScalars.enumerated() where isInvisibleFormat(u) {
+            let hex = String(u.value, radix: 16, uppercase: true)
+            let code = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+            let name = u.properties.name.map { " " + $0 } ?? ""
+            return "bad \"label\": \(code)\(name) at character \(i + 1) is an invisible or direction-changing character: a chapter title could pretend to be another with it (\(hint), in plain text)"
+        }
         return nil
+    }
+
+    /// Bidirectional embeddings, overrides, isolates and marks, zero-width and other invisible
+    /// format characters: what makes a title display as something other than what it holds.
+    static func isInvisibleFormat(_ u: Unicode.Scalar) -> Bool {
+        switch u.value {
+        case 0x00AD, 0x034F, 0x061C, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B...0x180F, 0x200B...0x200F, 0x202A...0x202E,
+             0x2060...0x206F, 0x3164, 0xFEFF, 0xFFA0, 0xFFF9...0xFFFB:
+            return true
+        default: return false
+        }
     }
 
     /// Why `take` cannot name the take an `undo` expects to remove, or nil if it can.

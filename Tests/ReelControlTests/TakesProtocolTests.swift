@@ -48,7 +48,7 @@ final class TakesProtocolTests: XCTestCase {
             let name = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
             guard let problem = Wire.labelProblem(label) else { XCTFail("\(name) accepted"); continue }
             XCTAssertTrue(problem.contains(#"bad "label""#) && problem.contains(name) && problem.contains("character 3"), problem)
-            guard case let .failure(e) = parse(#"{"v":1,"cmd":"resume","label":"ab\u\#(hex.count < 4 ? "0" + hex : hex)cd"}"#) else {
+            guard case let .failure(e) = parse(#"{"v":1,"cmd":"resume","label":"ab\\#(name.replacingOccurrences(of: "U+", with: "u"))cd"}"#) else {
                 XCTFail("\(name) accepted on the wire"); continue
             }
             XCTAssertTrue(e.error.message.contains(name), e.error.message)

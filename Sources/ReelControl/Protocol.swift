@@ -19,6 +19,26 @@ public enum Command: String, Codable, Sendable, CaseIterable {
     case snapshot
 }
 
+/// `set`'s `reset`: clear what earlier `set`s changed, all of it (`true`) or the named controls.
+public enum ControlReset: Codable, Sendable, Equatable {
+    case all
+    case only([String])
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if let all = try? c.decode(Bool.self), all { self = .all; return }
+        self = .only(try c.decode([String].self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .all: try c.encode(true)
+        case let .only(names): try c.encode(names)
+        }
+    }
+}
+
 /// One request line: `{"v":1,"id":7,"cmd":"start","name":"clip"}`.
 public struct Request: Codable, Sendable, Equatable {
     public var v: Int
@@ -38,11 +58,14 @@ public struct Request: Codable, Sendable, Equatable {
     public var width: Int?
     /// Only meaningful for `undo`: the take it must remove (refused if the last take is another).
     public var take: Int?
+    /// Only meaningful for `set` (instead of `args`): clear earlier `set`s.
+    public var reset: ControlReset?
 
     public init(v: Int = protocolVersion, id: Int? = nil, cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil,
-                label: String? = nil, maxDurationNs: Nanos? = nil, width: Int? = nil, take: Int? = nil) {
+                label: String? = nil, maxDurationNs: Nanos? = nil, width: Int? = nil, take: Int? = nil, reset: ControlReset? = nil) {
         self.width = width
         self.take = take
+        self.reset = reset
         self.v = v
         self.id = id
         self.cmd = cmd
@@ -446,13 +469,20 @@ public enum Wire {
         }
         if !envelope.takeValid { return bad("bad \"take\": must be an integer (or left out)") }
         if cmd == .undo, let take = envelope.take, let problem = takeProblem(take) { return bad(problem) }
-        if cmd == .set, envelope.args?.isEmpty ?? true {
-            return bad("'set' needs \"args\": the controls to set, e.g. {\"brightness\":200} (see 'reelctl controls')")
+        if !envelope.resetValid {
+            return bad("bad \"reset\": must be true (every control 'set' changed) or a non-empty list of control names, e.g. [\"brightness\"]")
+        }
+        if cmd == .set, envelope.reset != nil, !(envelope.args?.isEmpty ?? true) {
+            return bad("'set' takes \"args\" or \"reset\", not both (reset first, then set)")
+        }
+        if cmd == .set, envelope.reset == nil, envelope.args?.isEmpty ?? true {
+            return bad("'set' needs \"args\": the controls to set, e.g. {\"brightness\":200} (see 'reelctl controls'), or \"reset\": true to clear earlier sets")
         }
         return .success(Request(v: v, id: id, cmd: cmd, name: cmd == .start ? envelope.name : nil, args: cmd == .set ? envelope.args : nil,
                                 label: cmd == .start || cmd == .resume ? envelope.label : nil,
                                 maxDurationNs: cmd == .start ? envelope.maxDurationNs : nil,
-                                width: cmd == .snapshot ? envelope.width : nil, take: cmd == .undo ? envelope.take : nil))
+                                width: cmd == .snapshot ? envelope.width : nil, take: cmd == .undo ? envelope.take : nil,
+                                reset: cmd == .set ? envelope.reset : nil))
     }
 
     /// The longest label, in UTF-8 bytes.
@@ -533,13 +563,15 @@ public enum Wire {
         var widthValid = true
         var take: Int?
         var takeValid = true
+        var reset: ControlReset?
+        var resetValid = true
 
         var maxDurationProblem: String? {
             guard maxDurationValid else { return "bad \"maxDurationNs\": must be an integer number of nanoseconds (or left out)" }
             return maxDurationNs.flatMap(Wire.maxDurationProblem)
         }
 
-        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args, label, maxDurationNs, width, take }
+        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args, label, maxDurationNs, width, take, reset }
 
         init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -574,6 +606,14 @@ public enum Wire {
             if c.contains(.take), (try? c.decodeNil(forKey: .take)) != true {
                 take = try? c.decode(Int.self, forKey: .take)
                 takeValid = take != nil
+            }
+            if c.contains(.reset), (try? c.decodeNil(forKey: .reset)) != true {
+                if let all = try? c.decode(Bool.self, forKey: .reset) {
+                    reset = all ? .all : nil
+                } else if let names = try? c.decode([String].self, forKey: .reset), !names.isEmpty,
+                          names.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 64 }), names.count <= 256 {
+                    reset = .only(names)
+                } else { resetValid = false }
             }
         }
     }

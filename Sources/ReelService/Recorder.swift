@@ -42,9 +42,6 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     public let events = EventBus()
     /// Errors by kind since start-up, for the metrics file.
     public let errors = ErrorCounts()
-    /// What `reelctl set` changed since start-up, in order (buttons are not kept: a press is
-    /// not replayed). Applied after the config's `[camera.controls]` at every open of the camera.
-    private var controlOverrides: [CameraControlAssignment] = []
     /// Warm devices while idle (`standby = true`), lent to each recording.
     let standby: Standby
     /// The current recording's devices are the standby's (given back at its end).
@@ -58,11 +55,13 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         self.onStateChange = onStateChange
         let overrides = ControlOverrides()
         self.standbyControls = overrides
-        standby = Standby(config: config, logger: logger, controls: { overrides.value })
+        standby = Standby(config: config, logger: logger, controls: { [logger] in overrides.forCamera($0, logger: logger) })
         refreshFreeSpace()
         standby.onChange = { [weak self] in self?.standbyChanged() }
     }
-    /// `controlOverrides` as the standby thread reads them (kept in step by `setControls`).
+    /// What `reelctl set` changed since start-up, for the camera it was set on (buttons are not
+    /// kept: a press is not replayed). Applied after the config's `[camera.controls]` at every
+    /// open of that camera (here and on the standby thread); another camera drops them.
     private let standbyControls: ControlOverrides
 
     /// Opens the devices when standby is on (the "recorder" service's start).
@@ -102,7 +101,9 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             r.devices = listCaptureDevices()
             return r
         case .controls: return listControls(id: request.id)
-        case .set: return setControls(request.args ?? [:], id: request.id)
+        case .set:
+            if let reset = request.reset { return resetControls(reset, id: request.id) }
+            return setControls(request.args ?? [:], id: request.id)
         case .events:
             // The server answers `events` itself (ControlServer.attach(events:)).
             return failure(request.id, .failed("'events' reached the recorder instead of the control server (a bug in reeld; see its log)"))
@@ -188,7 +189,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             return failure(id, .wrongState("cannot start: already recording \(s.partPath) (run 'reelctl stop' first)"))
         }
         var config = self.config  // one configuration for the whole recording
-        config.cameraControls += monitor.withLock { controlOverrides }
+        config.cameraControls += standbyControls.forCamera(config, logger: logger)
         // The same rules as the wire parser (callers in-process skip the wire).
         if let label, let problem = Wire.labelProblem(label) { return failure(id, .badRequest(problem)) }
         if let maxDurationNs {
@@ -433,8 +434,9 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     /// `controls`: on the recording's open fd while recording, else by opening the camera briefly
     /// (after applying the config and earlier `set`s, as a recording would).
     private func listControls(id: Int?) -> Reply {
-        let (s, config, overrides) = monitor.withLock { (session, currentConfig, controlOverrides) }
+        let (s, config) = monitor.withLock { (session, currentConfig) }
         if let list = (s?.camera ?? standby.warm?.camera)?.controls() { return controlsReply(id, list) }
+        let overrides = standbyControls.forCamera(s?.config ?? config, logger: logger)
         let path: String
         switch cameraPath(s?.config ?? config) {
         case let .success(p): path = p
@@ -454,7 +456,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     /// camera briefly. What was set is kept and applied again at every later open.
     private func setControls(_ args: [String: CameraControlInput], id: Int?) -> Reply {
         let assignments = args.sorted { $0.key < $1.key }.map { CameraControlAssignment(name: $0.key, input: $0.value, origin: "") }
-        let (s, config, overrides) = monitor.withLock { (session, currentConfig, controlOverrides) }
+        let (s, config) = monitor.withLock { (session, currentConfig) }
+        let overrides = standbyControls.forCamera(s?.config ?? config, logger: logger)
         let set: [CameraControlInfo]
         do {
             if let live = try (s?.camera ?? standby.warm?.camera)?.setControls(assignments) {
@@ -471,16 +474,55 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             logger.warning("reelctl set: \(error)")
             return failure(id, .failed("\(error)"))
         }
-        monitor.withLock {
-            for a in assignments {
-                guard let info = set.first(where: { $0.name == a.name }), info.type != .button else { continue }
-                controlOverrides.removeAll { $0.name == a.name }
-                controlOverrides.append(a)
-            }
-            standbyControls.value = controlOverrides
+        let kept = assignments.filter { a in set.contains { $0.name == a.name && $0.type != .button } }
+        if case let .v4l2(device, _) = (s?.config ?? config).video {
+            let camera = CameraControlAccess.identity(path: device) ?? device
+            let dropped = standbyControls.withLock { $0.record(kept, on: camera) }
+            if !dropped.isEmpty { logger.notice("camera controls set on \(camera): those set on the camera before are dropped (\(dropped.joined(separator: ", ")))") }
         }
         logger.notice("camera controls set: \(set.map { "\($0.name)=\($0.value.map($0.show) ?? "?")" }.joined(separator: " "))")
         return controlsReply(id, set)
+    }
+
+    /// `set --reset`: clears what earlier `set`s changed (all, or the named controls), so the
+    /// next opens apply only the config's `[camera.controls]`; the camera, if it can be reached,
+    /// goes back at once to those values, else to its defaults. Names not changed by `set` are
+    /// refused, naming them, when none of the names was.
+    private func resetControls(_ reset: ControlReset, id: Int?) -> Reply {
+        var names: [String]?
+        if case let .only(n) = reset { names = n }
+        let (removed, notSet) = standbyControls.withLock { $0.reset(names) }
+        if removed.isEmpty, !notSet.isEmpty {
+            return failure(id, .failed("nothing to reset: 'reelctl set' did not change \(notSet.joined(separator: ", ")) (see 'reelctl controls')"))
+        }
+        if !notSet.isEmpty { logger.info("reelctl set --reset: \(notSet.joined(separator: ", ")) had not been changed by 'reelctl set'") }
+        guard !removed.isEmpty else { return controlsReply(id, []) }
+        logger.notice("camera controls reset (no longer applied at each open): \(removed.joined(separator: " "))")
+        let (s, config) = monitor.withLock { (session, currentConfig) }
+        let base = (s?.config ?? config).cameraControls.filter { $0.origin != "" }  // the config's own, not earlier sets
+        let live = s?.camera ?? standby.warm?.camera
+        let path: String
+        switch cameraPath(s?.config ?? config) {
+        case let .success(p): path = p
+        case .failure: return controlsReply(id, [])  // no camera to put back: the overrides are cleared
+        }
+        let remaining = standbyControls.withLock { $0.assignments }
+        do {
+            let info = try live?.controls() ?? CameraControlAccess.list(path: path, base: base + remaining).controls
+            // Back to what an open sets: the config's value, else the camera's default.
+            let restore = removed.compactMap { name -> CameraControlAssignment? in
+                if let fromConfig = base.last(where: { $0.name == name }) { return fromConfig }
+                guard let c = info.first(where: { $0.name == name }), c.type != .button, c.type != .string else { return nil }
+                return CameraControlAssignment(name: name, input: .int(c.defaultValue), origin: "the camera's default")
+            }
+            guard !restore.isEmpty else { return controlsReply(id, []) }
+            let set = try live?.setControls(restore) ?? CameraControlAccess.set(path: path, base: base + remaining, restore)
+            return controlsReply(id, set)
+        } catch {
+            let msg = "the controls set earlier are cleared (not applied at the next open), but camera \(path) could not be put back to its values now: \(error)"
+            logger.warning("reelctl set --reset: \(msg)")
+            return failure(id, .failed(msg))
+        }
     }
 
     // MARK: Snapshots
@@ -502,7 +544,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             open = monitor.withLock { session?.liveSources } ?? standby.warm
             if open == nil {
                 var config = self.config
-                config.cameraControls += monitor.withLock { controlOverrides }
+                config.cameraControls += standbyControls.forCamera(config, logger: logger)
                 let camera = snapshotSource(config)
                 guard camera.ok else { return failure(id, .failed(camera.why)) }
                 do {

@@ -41,7 +41,7 @@ func required<T>(_ value: T?, in command: Command, _ what: String) throws -> T {
 /// Sends one request and returns the successful reply; on any failure prints the reason and
 /// exits 1 (refused by reeld) or 2 (could not talk to reeld).
 func perform(_ cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil, label: String? = nil,
-             maxDurationNs: Nanos? = nil, width: Int? = nil, take: Int? = nil, options: GlobalOptions,
+             maxDurationNs: Nanos? = nil, width: Int? = nil, take: Int? = nil, reset: ControlReset? = nil, options: GlobalOptions,
              defaultTimeoutSeconds: Int = 15) throws -> Reply {
     let path = SocketPath.resolve(explicit: options.socket, environment: ProcessInfo.processInfo.environment)
     let timeoutMs = (options.timeout ?? defaultTimeoutSeconds) * 1000
@@ -49,7 +49,7 @@ func perform(_ cmd: Command, name: String? = nil, args: [String: CameraControlIn
     do {
         let client = try ControlClient(path: path)
         reply = try client.send(Request(id: 1, cmd: cmd, name: name, args: args, label: label, maxDurationNs: maxDurationNs, width: width,
-                                           take: take), timeoutMs: timeoutMs)
+                                           take: take, reset: reset), timeoutMs: timeoutMs)
     } catch {
         printError("\(error)")
         throw ExitCode(ExitStatus.usage)

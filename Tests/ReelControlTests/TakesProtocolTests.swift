@@ -58,6 +58,20 @@ final class TakesProtocolTests: XCTestCase {
         for ok in ["Take 2 — « gut »", "שלום עולם", "مرحبا", "日本語のテイク", "café", "👍"] { XCTAssertNil(Wire.labelProblem(ok), ok) }
     }
 
+    func testSetResetClearsAllOrNamedControls() throws {
+        XCTAssertEqual(try parse(#"{"v":1,"cmd":"set","reset":true}"#).get().reset, .all)
+        XCTAssertEqual(try parse(#"{"v":1,"cmd":"set","reset":["brightness","contrast"]}"#).get().reset, .only(["brightness", "contrast"]))
+        XCTAssertNil(try parse(#"{"v":1,"cmd":"status","reset":true}"#).get().reset)
+        XCTAssertEqual(try Wire.text(Request(cmd: .set, reset: .all)), #"{"v":1,"cmd":"set","reset":true}"#)
+        XCTAssertEqual(try Wire.text(Request(cmd: .set, reset: .only(["gain"]))), #"{"v":1,"cmd":"set","reset":["gain"]}"#)
+        for (line, why) in [(#"{"v":1,"cmd":"set","reset":[]}"#, #"bad "reset""#), (#"{"v":1,"cmd":"set","reset":5}"#, #"bad "reset""#),
+                            (#"{"v":1,"cmd":"set","reset":false}"#, #"needs "args""#),
+                            (#"{"v":1,"cmd":"set","reset":true,"args":{"gain":1}}"#, "not both")] {
+            guard case let .failure(e) = parse(line) else { return XCTFail(line) }
+            XCTAssertTrue(e.error.message.contains(why), "\(line): \(e.error.message)")
+        }
+    }
+
     func testUndoCarriesTheTakeItExpects() throws {
         XCTAssertEqual(try parse(#"{"v":1,"cmd":"undo","take":3}"#).get().take, 3)
         XCTAssertNil(try parse(#"{"v":1,"cmd":"undo"}"#).get().take)

@@ -280,7 +280,11 @@ def test_an_undo_given_up_on_is_never_applied(reeld, tmp_path):
     r.ctl("start", "--name", "given-up")
     r.ctl("pause")
     r.ctl("resume", "--label", "two")
-    assert [t["number"] for t in r.status()["takes"]] == [1, 2]
+    # Take 2 is listed once its first frame came (the resume's cut resolves on it).
+    deadline = time.monotonic() + 5
+    while [t["number"] for t in r.status()["takes"]] != [1, 2]:
+        assert time.monotonic() < deadline, r.status()["takes"]
+        time.sleep(0.02)
     stall.touch()
     undo = r.ctl("undo", expect_ok=False)
     assert undo.rc == 1 and "did not answer within 10 s" in undo.err, undo
@@ -302,6 +306,10 @@ def test_undo_with_the_expected_take_is_safe_to_retry(reeld):
     r.ctl("start", "--name", "undo-take")
     r.ctl("pause")
     r.ctl("resume", "--label", "two")
+    deadline = time.monotonic() + 5
+    while [t["number"] for t in r.status()["takes"]] != [1, 2]:  # take 2 is listed from its first frame
+        assert time.monotonic() < deadline, r.status()["takes"]
+        time.sleep(0.02)
     wrong = r.ctl("undo", "--take", "1", expect_ok=False)
     assert wrong.rc == 1 and "take 1" in wrong.err and "take 2" in wrong.err, wrong
     assert [t["number"] for t in r.status()["takes"]] == [1, 2]

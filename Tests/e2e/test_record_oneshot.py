@@ -105,7 +105,9 @@ def _signal_ends_the_recording(bindir, tmp_path, sig, after_s, *args):
         p.kill()
         p.wait()
         raise AssertionError(f"reeld record still recording 30 s after {signal.Signals(sig).name}:\n" + "".join(lines))
-    return rc, time.monotonic() - sent, "".join(lines), out
+    took = time.monotonic() - sent
+    print(f"{signal.Signals(sig).name} {after_s} s into {' '.join(args)}: exit status {rc} {took:.2f} s later")
+    return rc, took, "".join(lines), out
 
 
 def test_sigterm_finishes_a_recording_at_once(reel_bin_dir, tmp_path):

@@ -125,9 +125,7 @@ final class Standby: @unchecked Sendable {
                     let due = state.openDue(now: SystemClock.now())
                     if due.open {
                         state.opening()
-                        var c = config
-                        c.cameraControls += controls(c)
-                        open = c
+                        open = config
                         return false
                     }
                     if !toClose.isEmpty { return false }
@@ -137,7 +135,9 @@ final class Standby: @unchecked Sendable {
             }
             toClose.forEach { $0.stop() }
             if stop { return }
-            guard let c = open else { continue }
+            guard var c = open else { continue }
+            // Outside the lock: finding which camera is at the path opens it briefly.
+            c.cameraControls += controls(c)
             let now = SystemClock.now()
             do {
                 guard let s = try LiveSources.open(c, logger: logger) else {

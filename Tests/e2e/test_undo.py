@@ -321,3 +321,25 @@ def test_undo_with_the_expected_take_is_safe_to_retry(reeld):
     assert [t["number"] for t in r.status()["takes"]] == [1]
     bad = r.ctl("undo", "--take", "0", expect_ok=False)
     assert bad.rc == 2 and "--take" in bad.err, bad
+
+
+def test_an_undo_its_client_gave_up_on_is_never_applied(reeld, tmp_path):
+    """The same with the client's own deadline: `reelctl --timeout 3 undo` gives up after 3 s (it
+    sends its timeout with the request); reeld must not apply the undo after that either."""
+    stall = tmp_path / "stall"
+    r = reeld("undo-client-gave-up", size="320x180", fps="15", _env={"REEL_TEST_STALL_PIPELINE": str(stall)})
+    r.ctl("start", "--name", "client-gave-up")
+    r.ctl("pause")
+    r.ctl("resume", "--label", "two")
+    deadline = time.monotonic() + 5
+    while [t["number"] for t in r.status()["takes"]] != [1, 2]:  # take 2 is listed from its first frame
+        assert time.monotonic() < deadline, r.status()["takes"]
+        time.sleep(0.02)
+    stall.touch()
+    undo = r.ctl("--timeout", "3", "undo", expect_ok=False)
+    assert undo.rc != 0 and undo.t1 - undo.t0 < 6, undo
+    time.sleep(1)  # the scenario: the pipeline goes on only after the client gave up (between 3 and 10 s)
+    stall.unlink()
+    pause = r.ctl("pause", expect_ok=False)
+    assert pause.rc == 0, f"the undo its client gave up on was applied late: {pause}\n{r.log_tail()}"
+    assert [t["number"] for t in r.status()["takes"]] == [1, 2], r.status()["takes"]

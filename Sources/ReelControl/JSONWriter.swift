@@ -120,6 +120,7 @@ extension Request: OrderedJSON {
             if let maxDurationNs { o.field("maxDurationNs", maxDurationNs) }
             if let width { o.field("width", width) }
             if let take { o.field("take", take) }
+            if let timeoutMs { o.field("timeoutMs", timeoutMs) }
             switch reset {
             case .all?: o.field("reset", true)
             case let .only(names)?:

@@ -60,10 +60,14 @@ public struct Request: Codable, Sendable, Equatable {
     public var take: Int?
     /// Only meaningful for `set` (instead of `args`): clear earlier `set`s.
     public var reset: ControlReset?
+    /// How long the client waits for the reply (ms): a pause, resume or undo the pipeline has not
+    /// taken by then is cancelled, never applied (nil: reeld's own 10 s).
+    public var timeoutMs: Int?
 
     public init(v: Int = protocolVersion, id: Int? = nil, cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil,
-                label: String? = nil, maxDurationNs: Nanos? = nil, width: Int? = nil, take: Int? = nil, reset: ControlReset? = nil) {
+                label: String? = nil, maxDurationNs: Nanos? = nil, width: Int? = nil, take: Int? = nil, reset: ControlReset? = nil, timeoutMs: Int? = nil) {
         self.width = width
+        self.timeoutMs = timeoutMs
         self.take = take
         self.reset = reset
         self.v = v
@@ -468,6 +472,9 @@ public enum Wire {
             return bad("bad \"width\": must be an integer of at least 16 (pixels; or left out for the captured size)")
         }
         if !envelope.takeValid { return bad("bad \"take\": must be an integer (or left out)") }
+        if !envelope.timeoutValid || !(1...Self.maxTimeoutMs).contains(envelope.timeoutMs ?? 1) {
+            return bad("bad \"timeoutMs\": must be an integer from 1 to \(Self.maxTimeoutMs) (ms the client waits for the reply; or left out)")
+        }
         if cmd == .undo, let take = envelope.take, let problem = takeProblem(take) { return bad(problem) }
         if !envelope.resetValid {
             return bad("bad \"reset\": must be true (every control 'set' changed) or a non-empty list of control names, e.g. [\"brightness\"]")
@@ -482,7 +489,7 @@ public enum Wire {
                                 label: cmd == .start || cmd == .resume ? envelope.label : nil,
                                 maxDurationNs: cmd == .start ? envelope.maxDurationNs : nil,
                                 width: cmd == .snapshot ? envelope.width : nil, take: cmd == .undo ? envelope.take : nil,
-                                reset: cmd == .set ? envelope.reset : nil))
+                                reset: cmd == .set ? envelope.reset : nil, timeoutMs: envelope.timeoutMs))
     }
 
     /// The longest label, in UTF-8 bytes.
@@ -517,6 +524,9 @@ public enum Wire {
         default: return false
         }
     }
+
+    /// The longest `timeoutMs` (an hour).
+    public static let maxTimeoutMs = 3_600_000
 
     /// Why `take` cannot name the take an `undo` expects to remove, or nil if it can.
     public static func takeProblem(_ take: Int) -> String? {
@@ -565,13 +575,15 @@ public enum Wire {
         var takeValid = true
         var reset: ControlReset?
         var resetValid = true
+        var timeoutMs: Int?
+        var timeoutValid = true
 
         var maxDurationProblem: String? {
             guard maxDurationValid else { return "bad \"maxDurationNs\": must be an integer number of nanoseconds (or left out)" }
             return maxDurationNs.flatMap(Wire.maxDurationProblem)
         }
 
-        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args, label, maxDurationNs, width, take, reset }
+        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args, label, maxDurationNs, width, take, reset, timeoutMs }
 
         init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -606,6 +618,10 @@ public enum Wire {
             if c.contains(.take), (try? c.decodeNil(forKey: .take)) != true {
                 take = try? c.decode(Int.self, forKey: .take)
                 takeValid = take != nil
+            }
+            if c.contains(.timeoutMs), (try? c.decodeNil(forKey: .timeoutMs)) != true {
+                timeoutMs = try? c.decode(Int.self, forKey: .timeoutMs)
+                timeoutValid = timeoutMs != nil
             }
             if c.contains(.reset), (try? c.decodeNil(forKey: .reset)) != true {
                 if let all = try? c.decode(Bool.self, forKey: .reset) {

@@ -294,25 +294,25 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
 
     /// How long a requester waits for the pipeline's answer; a request not taken by then is
     /// cancelled (never applied), one taken is awaited up to `requestGraceNs` longer.
-    static let requestWaitNs: Nanos = 10 * nanosPerSecond
+    package static let requestWaitNs: Nanos = 10 * nanosPerSecond
     static let requestGraceNs: Nanos = 60 * nanosPerSecond
 
     /// Removes the last take (see `Timeline.undo`), only if it is take `expecting` when given;
     /// blocks briefly.
-    package func undo(expecting: Int? = nil) -> UndoOutcome {
+    package func undo(expecting: Int? = nil, deadline: Nanos? = nil) -> UndoOutcome {
         let now = SystemClock.now()
-        let reply = DeadlineReply<UndoOutcome>(deadline: now + Self.requestWaitNs)
+        let reply = DeadlineReply<UndoOutcome>(deadline: deadline ?? now + Self.requestWaitNs)
         let at: Nanos? = config.paced ? now : nil
         guard queue.put(.undo(at: at, expecting: expecting, reply: reply)) else { return .refused("cannot undo: the recording is finishing") }
         switch reply.wait(grace: Self.requestGraceNs) {
         case let .answered(outcome): return outcome
-        case .cancelled: return .failed(Self.givenUp("undo"))
+        case .cancelled: return .failed(Self.givenUp("undo", within: reply.deadline - now))
         case .unanswered: return .failed(Self.unanswered("undo"))
         }
     }
 
     private static func givenUp(_ what: String, within: Nanos = requestWaitNs) -> String {
-        "cannot \(what): the pipeline did not answer within \(within / nanosPerSecond) s (it is overloaded); the \(what) was cancelled and not applied, so it is safe to try again (see 'reelctl status')"
+        "cannot \(what): the pipeline did not answer within \((within + nanosPerSecond / 2) / nanosPerSecond) s (it is overloaded); the \(what) was cancelled and not applied, so it is safe to try again (see 'reelctl status')"
     }
     private static func unanswered(_ what: String) -> String {
         "the \(what) was taken by the pipeline but not answered within \((requestWaitNs + requestGraceNs) / nanosPerSecond) s: it may have been applied (check 'reelctl status' and 'reelctl takes' before trying again)"

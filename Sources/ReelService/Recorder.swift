@@ -87,12 +87,16 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
 
     public func handle(_ request: Request) -> Reply {
         let received = SystemClock.now()  // the start instant with standby
+        // A pause, resume or undo the pipeline has not taken when the client stops waiting (less
+        // the reply's way back) is cancelled: never applied after the client was told it failed.
+        let given = request.timeoutMs.map { received + Nanos($0) * 1_000_000 - Self.replyMarginNs }
+        let deadline = min(given ?? .max, received + RecordingSession.requestWaitNs)
         switch request.cmd {
         case .start: return start(name: request.name, label: request.label, maxDurationNs: request.maxDurationNs, id: request.id, requestedAt: received)
         case .snapshot: return snapshot(width: request.width, id: request.id, requestedAt: received)
-        case .pause: return control(.pause, id: request.id)
-        case .resume: return control(.resume, label: request.label, id: request.id)
-        case .undo: return undo(expecting: request.take, id: request.id)
+        case .pause: return control(.pause, id: request.id, deadline: deadline)
+        case .resume: return control(.resume, label: request.label, id: request.id, deadline: deadline)
+        case .undo: return undo(expecting: request.take, id: request.id, deadline: deadline)
         case .stop: return stop(id: request.id, deadline: SystemClock.now() + Self.stopWaitNs)
         case .status: return reply(id: request.id)
         case .takes: return takesReply(id: request.id)
@@ -264,14 +268,17 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         return failure(id, .failed(msg))
     }
 
-    private func control(_ r: Timeline.Request, label: String? = nil, id: Int?) -> Reply {
+    /// What a client's deadline keeps back for the reply's way to it.
+    static let replyMarginNs: Nanos = 250_000_000
+
+    private func control(_ r: Timeline.Request, label: String? = nil, id: Int?, deadline: Nanos? = nil) -> Reply {
         guard let s = monitor.withLock({ session }) else {
             return failure(id, .wrongState("cannot \(r): not recording (state is idle; run 'reelctl start' first)"))
         }
         // A resume begins the segment after those recorded so far.
         let nextSegment = s.snapshot.segmentDurations.count
         if let label, let problem = Wire.labelProblem(label) { return failure(id, .badRequest(problem)) }
-        switch s.request(r, label: r == .resume ? label : nil) {
+        switch s.request(r, label: r == .resume ? label : nil, deadline: deadline) {
         case .ok:
             // The segment a pause ends is the open one (the snapshot counts it), a resume begins the next.
             logger.notice("\(r == .pause ? "paused" : "resumed"): \(s.partPath)",
@@ -291,12 +298,12 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
 
     /// `undo`: the pipeline removes the last take (cutting the file back) before answering; with
     /// `expecting`, only if the last take is that one.
-    private func undo(expecting: Int?, id: Int?) -> Reply {
+    private func undo(expecting: Int?, id: Int?, deadline: Nanos? = nil) -> Reply {
         guard let s = monitor.withLock({ session }) else {
             return failure(id, .wrongState("cannot undo: not recording (state is idle; there is no take to remove)"))
         }
         if let expecting, let problem = Wire.takeProblem(expecting) { return failure(id, .badRequest(problem)) }
-        switch s.undo(expecting: expecting) {
+        switch s.undo(expecting: expecting, deadline: deadline) {
         case let .ok(number, label):
             let title = label ?? "Take \(number)"
             logger.notice("take \(number) undone (\(title)): \(s.partPath) continues after take \(number - 1)",

@@ -49,7 +49,7 @@ func perform(_ cmd: Command, name: String? = nil, args: [String: CameraControlIn
     do {
         let client = try ControlClient(path: path)
         reply = try client.send(Request(id: 1, cmd: cmd, name: name, args: args, label: label, maxDurationNs: maxDurationNs, width: width,
-                                           take: take, reset: reset), timeoutMs: timeoutMs)
+                                           take: take, reset: reset, timeoutMs: timeoutMs), timeoutMs: timeoutMs)
     } catch {
         printError("\(error)")
         throw ExitCode(ExitStatus.usage)

@@ -72,6 +72,15 @@ final class TakesProtocolTests: XCTestCase {
         }
     }
 
+    func testRequestsCarryTheClientsTimeout() throws {
+        XCTAssertEqual(try parse(#"{"v":1,"cmd":"undo","timeoutMs":3000}"#).get().timeoutMs, 3000)
+        XCTAssertEqual(try Wire.text(Request(cmd: .pause, timeoutMs: 15000)), #"{"v":1,"cmd":"pause","timeoutMs":15000}"#)
+        for bad in [#""timeoutMs":0"#, #""timeoutMs":-5"#, #""timeoutMs":3600001"#, #""timeoutMs":"5""#] {
+            guard case let .failure(e) = parse(#"{"v":1,"cmd":"undo",\#(bad)}"#) else { return XCTFail(bad) }
+            XCTAssertTrue(e.error.message.contains(#"bad "timeoutMs""#), e.error.message)
+        }
+    }
+
     func testUndoCarriesTheTakeItExpects() throws {
         XCTAssertEqual(try parse(#"{"v":1,"cmd":"undo","take":3}"#).get().take, 3)
         XCTAssertNil(try parse(#"{"v":1,"cmd":"undo"}"#).get().take)

@@ -11,7 +11,8 @@ struct GlobalOptions: ParsableArguments {
     var socket: String?
 
     @Option(name: .long, help: ArgumentHelp(
-        "Seconds to wait for reeld's reply (default: 60 for stop, 15 otherwise).", valueName: "seconds"))
+        "Seconds to wait for reeld's reply (default: 60 for stop, 15 otherwise); a pause, resume or undo not carried out by then is cancelled.",
+        valueName: "seconds"))
     var timeout: Int?
 
     func validate() throws {

@@ -12,7 +12,8 @@ struct Undo: ParsableCommand {
 
             With --take N it removes take N only if that is the last take, and is refused otherwise \
             (naming the last take): a retry after a lost answer (a timeout) cannot remove a second \
-            take. An undo reeld did not answer within 10 s is cancelled, never applied later.
+            take. An undo reeld did not carry out within 10 s (or --timeout, if shorter) is cancelled, never \
+            applied later.
             """)
 
     @Option(name: .long, help: ArgumentHelp("Remove this take only if it is the last one (see 'reelctl takes'); safe to retry.",

@@ -235,6 +235,15 @@ public enum CameraControlAccess {
         return try dev.apply(assignments, camera: camera)
     }
 
+    /// Who the camera at `path` is: driver, card and bus as QUERYCAP says (a brief open, also
+    /// while another fd streams from it); nil when it cannot be opened or asked.
+    public static func identity(path: String) -> String? {
+        guard let dev = try? V4L2Device(path: path) else { return nil }
+        defer { dev.close() }
+        guard let cap = try? dev.queryCapability() else { return nil }
+        return "\(cap.driver) '\(cap.card)' at \(cap.bus)"
+    }
+
     private static func open(_ path: String) throws(CaptureError) -> (V4L2Device, String) {
         let dev = try V4L2Device(path: path)
         let cap = try dev.queryCapability()

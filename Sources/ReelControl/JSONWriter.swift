@@ -119,6 +119,15 @@ extension Request: OrderedJSON {
             if let label { o.field("label", label) }
             if let maxDurationNs { o.field("maxDurationNs", maxDurationNs) }
             if let width { o.field("width", width) }
+            if let take { o.field("take", take) }
+            if let timeoutMs { o.field("timeoutMs", timeoutMs) }
+            switch reset {
+            case .all?: o.field("reset", true)
+            case let .only(names)?:
+                o.key("reset")
+                o.array(names) { $0.string($1) }
+            case nil: break
+            }
             if let args {
                 o.key("args")
                 o.object { a in

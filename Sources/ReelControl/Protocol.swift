@@ -19,6 +19,26 @@ public enum Command: String, Codable, Sendable, CaseIterable {
     case snapshot
 }
 
+/// `set`'s `reset`: clear what earlier `set`s changed, all of it (`true`) or the named controls.
+public enum ControlReset: Codable, Sendable, Equatable {
+    case all
+    case only([String])
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if let all = try? c.decode(Bool.self), all { self = .all; return }
+        self = .only(try c.decode([String].self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .all: try c.encode(true)
+        case let .only(names): try c.encode(names)
+        }
+    }
+}
+
 /// One request line: `{"v":1,"id":7,"cmd":"start","name":"clip"}`.
 public struct Request: Codable, Sendable, Equatable {
     public var v: Int
@@ -36,10 +56,20 @@ public struct Request: Codable, Sendable, Equatable {
     public var maxDurationNs: Nanos?
     /// Only meaningful for `snapshot`: scale the image to this many columns (nil: as captured).
     public var width: Int?
+    /// Only meaningful for `undo`: the take it must remove (refused if the last take is another).
+    public var take: Int?
+    /// Only meaningful for `set` (instead of `args`): clear earlier `set`s.
+    public var reset: ControlReset?
+    /// How long the client waits for the reply (ms): a pause, resume or undo the pipeline has not
+    /// taken by then is cancelled, never applied (nil: reeld's own 10 s).
+    public var timeoutMs: Int?
 
     public init(v: Int = protocolVersion, id: Int? = nil, cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil,
-                label: String? = nil, maxDurationNs: Nanos? = nil, width: Int? = nil) {
+                label: String? = nil, maxDurationNs: Nanos? = nil, width: Int? = nil, take: Int? = nil, reset: ControlReset? = nil, timeoutMs: Int? = nil) {
         self.width = width
+        self.timeoutMs = timeoutMs
+        self.take = take
+        self.reset = reset
         self.v = v
         self.id = id
         self.cmd = cmd
@@ -441,13 +471,25 @@ public enum Wire {
         if !envelope.widthValid || (cmd == .snapshot && (envelope.width ?? 16) < 16) {
             return bad("bad \"width\": must be an integer of at least 16 (pixels; or left out for the captured size)")
         }
-        if cmd == .set, envelope.args?.isEmpty ?? true {
-            return bad("'set' needs \"args\": the controls to set, e.g. {\"brightness\":200} (see 'reelctl controls')")
+        if !envelope.takeValid { return bad("bad \"take\": must be an integer (or left out)") }
+        if !envelope.timeoutValid || !(1...Self.maxTimeoutMs).contains(envelope.timeoutMs ?? 1) {
+            return bad("bad \"timeoutMs\": must be an integer from 1 to \(Self.maxTimeoutMs) (ms the client waits for the reply; or left out)")
+        }
+        if cmd == .undo, let take = envelope.take, let problem = takeProblem(take) { return bad(problem) }
+        if !envelope.resetValid {
+            return bad("bad \"reset\": must be true (every control 'set' changed) or a non-empty list of control names, e.g. [\"brightness\"]")
+        }
+        if cmd == .set, envelope.reset != nil, !(envelope.args?.isEmpty ?? true) {
+            return bad("'set' takes \"args\" or \"reset\", not both (reset first, then set)")
+        }
+        if cmd == .set, envelope.reset == nil, envelope.args?.isEmpty ?? true {
+            return bad("'set' needs \"args\": the controls to set, e.g. {\"brightness\":200} (see 'reelctl controls'), or \"reset\": true to clear earlier sets")
         }
         return .success(Request(v: v, id: id, cmd: cmd, name: cmd == .start ? envelope.name : nil, args: cmd == .set ? envelope.args : nil,
                                 label: cmd == .start || cmd == .resume ? envelope.label : nil,
                                 maxDurationNs: cmd == .start ? envelope.maxDurationNs : nil,
-                                width: cmd == .snapshot ? envelope.width : nil))
+                                width: cmd == .snapshot ? envelope.width : nil, take: cmd == .undo ? envelope.take : nil,
+                                reset: cmd == .set ? envelope.reset : nil, timeoutMs: envelope.timeoutMs))
     }
 
     /// The longest label, in UTF-8 bytes.
@@ -463,7 +505,32 @@ public enum Wire {
         if label.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) }) {
             return "bad \"label\": contains control characters (\(hint), on one line)"
         }
+        for (i, u) in label.unicodeScalars.enumerated() where isInvisibleFormat(u) {
+            let hex = String(u.value, radix: 16, uppercase: true)
+            let code = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+            let name = u.properties.name.map { " " + $0 } ?? ""
+            return "bad \"label\": \(code)\(name) at character \(i + 1) is an invisible or direction-changing character: a chapter title could pretend to be another with it (\(hint), in plain text)"
+        }
         return nil
+    }
+
+    /// Bidirectional embeddings, overrides, isolates and marks, zero-width and other invisible
+    /// format characters: what makes a title display as something other than what it holds.
+    static func isInvisibleFormat(_ u: Unicode.Scalar) -> Bool {
+        switch u.value {
+        case 0x00AD, 0x034F, 0x061C, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B...0x180F, 0x200B...0x200F, 0x202A...0x202E,
+             0x2060...0x206F, 0x3164, 0xFEFF, 0xFFA0, 0xFFF9...0xFFFB:
+            return true
+        default: return false
+        }
+    }
+
+    /// The longest `timeoutMs` (an hour).
+    public static let maxTimeoutMs = 3_600_000
+
+    /// Why `take` cannot name the take an `undo` expects to remove, or nil if it can.
+    public static func takeProblem(_ take: Int) -> String? {
+        take >= 1 ? nil : "bad \"take\": \(take) is not a take number (takes are numbered from 1; see 'reelctl takes')"
     }
 
     /// Why `ns` cannot be a length cap, or nil if it can (0: none).
@@ -504,13 +571,19 @@ public enum Wire {
         var maxDurationValid = true
         var width: Int?
         var widthValid = true
+        var take: Int?
+        var takeValid = true
+        var reset: ControlReset?
+        var resetValid = true
+        var timeoutMs: Int?
+        var timeoutValid = true
 
         var maxDurationProblem: String? {
             guard maxDurationValid else { return "bad \"maxDurationNs\": must be an integer number of nanoseconds (or left out)" }
             return maxDurationNs.flatMap(Wire.maxDurationProblem)
         }
 
-        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args, label, maxDurationNs, width }
+        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args, label, maxDurationNs, width, take, reset, timeoutMs }
 
         init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -541,6 +614,22 @@ public enum Wire {
             if c.contains(.width), (try? c.decodeNil(forKey: .width)) != true {
                 width = try? c.decode(Int.self, forKey: .width)
                 widthValid = width != nil
+            }
+            if c.contains(.take), (try? c.decodeNil(forKey: .take)) != true {
+                take = try? c.decode(Int.self, forKey: .take)
+                takeValid = take != nil
+            }
+            if c.contains(.timeoutMs), (try? c.decodeNil(forKey: .timeoutMs)) != true {
+                timeoutMs = try? c.decode(Int.self, forKey: .timeoutMs)
+                timeoutValid = timeoutMs != nil
+            }
+            if c.contains(.reset), (try? c.decodeNil(forKey: .reset)) != true {
+                if let all = try? c.decode(Bool.self, forKey: .reset) {
+                    reset = all ? .all : nil
+                } else if let names = try? c.decode([String].self, forKey: .reset), !names.isEmpty,
+                          names.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 64 }), names.count <= 256 {
+                    reset = .only(names)
+                } else { resetValid = false }
             }
         }
     }

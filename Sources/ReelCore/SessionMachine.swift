@@ -13,7 +13,9 @@
 /// The rules:
 /// - Requests. A pause, resume or stop takes effect at the instant it carries (paced: when it was
 ///   asked), else at the horizon (unpaced: the media position reached). Accepted, it is published
-///   before the requester is answered, so the requester's next status shows it.
+///   before the requester is answered, so the requester's next status shows it. A stop drops the
+///   requests a schedule placed after it (`Timeline.stopBeforeLaterRequests`): SIGTERM ends a
+///   one-shot recording there, not at its `--duration`.
 /// - Paced: each wake tells the timeline that no request can come earlier than now. Video that
 ///   has not *arrived* for more than `stallLimit` is stalled: cuts requested up to
 ///   `now - stallLimit` resolve at their request instants, so a camera that hangs without an error
@@ -267,14 +269,19 @@ public struct SessionMachine: Sendable {
     /// A pause, resume or stop, at the instant it was asked (nil: at the media position reached);
     /// `label` names the take a resume begins. Accepted: publish a snapshot, then answer.
     public mutating func request(_ r: Timeline.Request, at t: Nanos?, label: String? = nil) -> Result<Timeline.Phase, Timeline.RequestError> {
-        do { return .success(try timeline.request(r, at: t ?? timeline.horizon, label: label)) } catch { return .failure(error) }
+        do {
+            // A stop stops now: requests a schedule placed later (a one-shot's) are dropped.
+            if r == .stop { return .success(try timeline.stopBeforeLaterRequests(at: t ?? timeline.horizon)) }
+            return .success(try timeline.request(r, at: t ?? timeline.horizon, label: label))
+        } catch { return .failure(error) }
     }
 
-    /// Undo the last take, at the instant it was asked (nil: at the media position reached).
+    /// Undo the last take, at the instant it was asked (nil: at the media position reached);
+    /// `expecting`: only if it is that take (see `Timeline.undo`).
     /// Accepted: perform the `Rollback` at once (before the next event), publish, then answer.
-    public mutating func undo(at t: Nanos?) -> Result<Rollback, Timeline.RequestError> {
+    public mutating func undo(at t: Nanos?, expecting: Int? = nil) -> Result<Rollback, Timeline.RequestError> {
         let u: Timeline.Undo
-        do { u = try timeline.undo(at: t ?? timeline.horizon) } catch { return .failure(error) }
+        do { u = try timeline.undo(at: t ?? timeline.horizon, expecting: expecting) } catch { return .failure(error) }
         var rb = Rollback(take: u.take, label: u.label, videoPTS: nil, framesRemoved: 0, audioSamples: u.audioOutput,
                           samplesRemoved: u.samplesRemoved, outputStart: u.outputStart)
         // Only the last take can be undone, so its mark (if any frame of it was encoded) is the last.

@@ -60,8 +60,12 @@ public struct Timeline: Sendable {
         case cannotUndo(phase: Phase)
         /// Undo refused: the previous undo waits for its take's first frame (see `undo`).
         case undoPending
+        /// Undo refused: the caller expected to remove take `expected`, the last take is `last`.
+        case wrongTake(expected: Int, last: Int)
         public var description: String {
             switch self {
+            case let .wrongTake(expected, last):
+                return "cannot undo take \(expected): the last take is take \(last) (take \(expected) was removed already or is not the last; see 'reelctl takes', then undo with --take \(last) if that is the one to remove)"
             case .undoPending: return "cannot undo: the last undo is not settled yet (its take's first frame is still on its way); try again"
             case .cannotUndo(.stopped): return "cannot undo: the recording is stopping"
             case .cannotUndo: return "cannot undo: no take left to remove (use 'reelctl stop' to end, or 'reelctl resume' to record)"
@@ -161,6 +165,8 @@ public struct Timeline: Sendable {
     public private(set) var horizon: Nanos
     /// The latest request instant (no request is placed before it).
     var lastRequested: Nanos
+    /// The instant of the stop placed (asked, scheduled, or the cap's), nil while none is.
+    var stopRequested: Nanos?
     /// The origin `S`: the start cut's instant, the base of every offset and cut sample for the
     /// whole recording. It resolves like the start cut, even when that take was undone before
     /// its frame came (decisions never depend on arrival).
@@ -240,9 +246,31 @@ public struct Timeline: Sendable {
             // take undone, there is none).
             if phase == .recording { cuts.append(Cut(keepAfter: false, isStop: true, requested: instant)) }
             phase = .stopped
+            stopRequested = instant
         }
         if !hasVideo { resolveAtRequests(upTo: max(instant, horizon)) } else { issueCap { _ in } }
         return phase
+    }
+
+    /// A stop at `t` that comes before requests placed later (a one-shot's schedule: its pauses
+    /// and the stop at its duration): those are dropped as they are, unresolved (nothing was
+    /// decided on them), the phase is what the requests left stand make it, and the recording
+    /// stops at `t` as `request(.stop)` stops it. With nothing placed after `t` it is exactly
+    /// `request(.stop)`; refused as a second stop when a stop at or before `t` is placed already.
+    @discardableResult
+    public mutating func stopBeforeLaterRequests(at t: Nanos) throws(RequestError) -> Phase {
+        let instant = max(t, horizon)
+        if let placed = stopRequested, placed <= instant { throw .wrongPhase(request: .stop, phase: .stopped) }
+        var k = cuts.count
+        // An undo's pending cut stays (it settles a take already removed), and what precedes it.
+        while k > firstUnresolved, cuts[k - 1].requested > instant, !cuts[k - 1].isUndo { k -= 1 }
+        if k < cuts.count || stopRequested != nil {
+            cuts.removeSubrange(k...)
+            stopRequested = nil
+            if let last = cuts.last { phase = last.keepAfter ? .recording : (last.isStop ? .stopped : .paused) } else { phase = .paused }
+            lastRequested = max(horizon, cuts.last?.requested ?? originRequested)
+        }
+        return try request(.stop, at: instant)
     }
 
     /// Removes the last take (see the rules): while recording it ends at `t` (clamped like a
@@ -253,10 +281,14 @@ public struct Timeline: Sendable {
     /// resolves (removed then, before any of its media is decided, or void if the cap came first:
     /// the cap's stop wins, by capture time). Its decision rolls nothing back: nothing of the take
     /// was output. A further undo is refused (`undoPending`) until it is settled.
-    public mutating func undo(at t: Nanos) throws(RequestError) -> Undo {
+    ///
+    /// `expecting`: the take the caller means to remove; refused (`wrongTake`) when the last take
+    /// is another, so a retry of an undo whose answer was lost cannot remove a second take.
+    public mutating func undo(at t: Nanos, expecting: Int? = nil) throws(RequestError) -> Undo {
         guard phase != .stopped else { throw .cannotUndo(phase: .stopped) }
         guard !cuts.contains(where: \.isUndo) else { throw .undoPending }
         guard let k = cuts.lastIndex(where: \.keepAfter) else { throw .cannotUndo(phase: phase) }
+        if let expecting, expecting != k / 2 + 1 { throw .wrongTake(expected: expecting, last: k / 2 + 1) }
         let instant = max(t, horizon, lastRequested)
         lastRequested = instant
         let take = cuts[k]
@@ -541,6 +573,7 @@ public struct Timeline: Sendable {
         cuts.append(Cut(keepAfter: false, isStop: true, requested: x, isCapStop: true))
         lastRequested = max(lastRequested, x)
         phase = .stopped
+        stopRequested = x
         resolveMore(&self)
     }
 

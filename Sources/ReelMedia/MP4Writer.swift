@@ -190,6 +190,10 @@ public final class MP4Writer: @unchecked Sendable {
     /// with the lock held, on whichever thread's packet cut it: the owner's chance to have it
     /// synced (see reeld's FileSyncer). Set before the first packet, never after.
     public var onFragmentWritten: (() -> Void)?
+    /// How the writer gets its file onto the disk (fdatasync); an undo's cut is synced here
+    /// before `rollback` returns (fragments are synced by the owner, see `onFragmentWritten`).
+    /// Tests replace it to see when it is called. Set before the first call, never after.
+    var syncFile: @Sendable (Int32) -> Int32 = { fdatasync($0) }
     /// Packets whose DTS had to be forced strictly increasing (should stay 0).
     public var dtsFixes: Int { lock.withLock { fixes } }
     private var fixes = 0
@@ -529,6 +533,8 @@ public final class MP4Writer: @unchecked Sendable {
             failure = err
             throw err
         }
+        // The cut is on the disk before the undo is answered: a power cut cannot bring the take back.
+        try syncLocked("the cut back to take \(take)")
         fileEnd = cut.fileOffset
         complete.bytes = cut.fileOffset
         complete.micros = cut.completeMicros
@@ -570,6 +576,20 @@ public final class MP4Writer: @unchecked Sendable {
         complete.bytes = fileEnd
         complete.micros = coveredMicros
         closeIO()
+    }
+
+    /// Gets what was written and cut so far onto the disk (fdatasync): for the pipeline after it
+    /// started the file again (undo of take 1), so the emptied file is what a power cut leaves.
+    public func sync(_ what: String) throws { try lock.withLock { try syncLocked(what) } }
+
+    private func syncLocked(_ what: String) throws {
+        if let failure { throw failure }
+        if Sys.eintrSafe({ syncFile(fd) }) != 0 {
+            let e = errno
+            let err = MediaError("cannot sync '\(path)' to disk after \(what): \(Errno.text(e))", systemError: e)
+            failure = err
+            throw err
+        }
     }
 
     /// Records a failure to get the file onto the disk that was seen elsewhere (a failed fdatasync):

@@ -155,8 +155,9 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     package var onNotice: (@Sendable (Notice) -> Void)?
     package enum Event: Sendable {
         case media(MediaEvent)
-        case request(Timeline.Request, at: Nanos?, label: String?, reply: Promise<Outcome>)
-        case undo(at: Nanos?, reply: Promise<UndoOutcome>)
+        /// `reply`: taken before it is applied; one given up on by its requester is dropped.
+        case request(Timeline.Request, at: Nanos?, label: String?, reply: DeadlineReply<Outcome>)
+        case undo(at: Nanos?, expecting: Int?, reply: DeadlineReply<UndoOutcome>)
     }
 
     package let partPath: String
@@ -296,12 +297,30 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         }
     }
 
-    /// Removes the last take (see `Timeline.undo`); blocks briefly.
-    package func undo() -> UndoOutcome {
-        let reply = Promise<UndoOutcome>()
-        let at: Nanos? = config.paced ? SystemClock.now() : nil
-        guard queue.put(.undo(at: at, reply: reply)) else { return .refused("cannot undo: the recording is finishing") }
-        return reply.wait(until: SystemClock.now() + 10 * nanosPerSecond) ?? .failed("cannot undo: the pipeline did not answer within 10 s")
+    /// How long a requester waits for the pipeline's answer; a request not taken by then is
+    /// cancelled (never applied), one taken is awaited up to `requestGraceNs` longer.
+    package static let requestWaitNs: Nanos = 10 * nanosPerSecond
+    static let requestGraceNs: Nanos = 60 * nanosPerSecond
+
+    /// Removes the last take (see `Timeline.undo`), only if it is take `expecting` when given;
+    /// blocks briefly.
+    package func undo(expecting: Int? = nil, deadline: Nanos? = nil) -> UndoOutcome {
+        let now = SystemClock.now()
+        let reply = DeadlineReply<UndoOutcome>(deadline: deadline ?? now + Self.requestWaitNs)
+        let at: Nanos? = config.paced ? now : nil
+        guard queue.put(.undo(at: at, expecting: expecting, reply: reply)) else { return .refused("cannot undo: the recording is finishing") }
+        switch reply.wait(grace: Self.requestGraceNs) {
+        case let .answered(outcome): return outcome
+        case .cancelled: return .failed(Self.givenUp("undo", within: reply.deadline - now))
+        case .unanswered: return .failed(Self.unanswered("undo"))
+        }
+    }
+
+    private static func givenUp(_ what: String, within: Nanos = requestWaitNs) -> String {
+        "cannot \(what): the pipeline did not answer within \((within + nanosPerSecond / 2) / nanosPerSecond) s (it is overloaded); the \(what) was cancelled and not applied, so it is safe to try again (see 'reelctl status')"
+    }
+    private static func unanswered(_ what: String) -> String {
+        "the \(what) was taken by the pipeline but not answered within \((requestWaitNs + requestGraceNs) / nanosPerSecond) s: it may have been applied (check 'reelctl status' and 'reelctl takes' before trying again)"
     }
 
     /// The camera this recording captures from, for `controls` and `set` while recording.
@@ -389,13 +408,29 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         while TestHooks.freezeRequested() && !queue.isClosed { SystemClock.sleep(until: SystemClock.now() + 20_000_000) }
     }
 
+    /// Test-only (REEL_TEST_STALL_PIPELINE): holds the pipeline thread while the trigger file
+    /// exists. Polls at 20 ms: a test hook, not synchronisation.
+    private func stallForTest() {
+        guard TestHooks.pipelineStallRequested() else { return }
+        logger.warning("test hook \(TestHooks.stallPipelineVariable): stalling the pipeline thread")
+        while TestHooks.pipelineStallRequested() { SystemClock.sleep(until: SystemClock.now() + 20_000_000) }
+        logger.warning("test hook \(TestHooks.stallPipelineVariable): the pipeline thread goes on")
+    }
+
     /// Asks the pipeline for a pause, resume or stop at the current instant; `label` names the take
     /// a resume begins (nil: none, its chapter is "Take N"). Blocks briefly.
-    package func request(_ r: Timeline.Request, label: String? = nil) -> Outcome {
-        let reply = Promise<Outcome>()
-        let at: Nanos? = config.paced ? SystemClock.now() : nil // unpaced: at the media position reached
+    /// `deadline`: when the requester gives up (default `requestWaitNs` from now); a stop on
+    /// shutdown or a signal waits as long as the stop itself may take.
+    package func request(_ r: Timeline.Request, label: String? = nil, deadline: Nanos? = nil) -> Outcome {
+        let now = SystemClock.now()
+        let reply = DeadlineReply<Outcome>(deadline: deadline ?? now + Self.requestWaitNs)
+        let at: Nanos? = config.paced ? now : nil // unpaced: at the media position reached
         guard queue.put(.request(r, at: at, label: label, reply: reply)) else { return .refused("cannot \(r): the recording is finishing") }
-        return reply.wait(until: SystemClock.now() + 10 * nanosPerSecond) ?? .failed("cannot \(r): the pipeline did not answer within 10 s")
+        switch reply.wait(grace: Self.requestGraceNs) {
+        case let .answered(outcome): return outcome
+        case .cancelled: return .failed(Self.givenUp("\(r)", within: reply.deadline - now))
+        case .unanswered: return .failed(Self.unanswered("\(r)"))
+        }
     }
 
     // MARK: Pipeline thread
@@ -408,6 +443,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         loop: while true {
             pipelineBeat?.beat()
             let event = queue.take(until: SystemClock.now() + 20_000_000)
+            if event != nil, TestHooks.stallPipelinePath != nil { stallForTest() }
             machine.wake(now: SystemClock.now(), lastVideoArrival: lastVideoArrival.load(ordering: .relaxed))
             do {
                 if let event { try handle(event) }
@@ -516,6 +552,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             // No take left: the file starts again (same path and inode, so the lock and the syncer hold).
             mux = try MP4Writer(path: partPath, video: h264, audio: aac, fragmentMicros: mux.fragmentMicros, restart: true)
             if let syncer { mux.onFragmentWritten = { syncer.request() } }
+            // The emptied file is on the disk before the undo is answered (as a cut take's is).
+            try mux.sync("starting it again (undo of take 1)")
             if let f = config.audioFormat {
                 discardAAC()
                 aac = try AACEncoder(format: f, settings: config.aac)
@@ -554,8 +592,9 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
 
     private func handle(_ event: Event) throws {
         switch event {
-        case let .undo(at, reply):
-            switch machine.undo(at: at) {
+        case let .undo(at, expecting, reply):
+            guard reply.take(now: SystemClock.now()) else { return logGivenUp("undo", waited: reply.deadline) }
+            switch machine.undo(at: at, expecting: expecting) {
             case let .success(rb):
                 do { try rollBack(rb) } catch {
                     reply.fulfill(.failed("cannot undo take \(rb.take): \(error)"))
@@ -567,6 +606,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
                 reply.fulfill(.refused(error.description))
             }
         case let .request(r, at, label, reply):
+            guard reply.take(now: SystemClock.now()) else { return logGivenUp("\(r)", waited: reply.deadline) }
             switch machine.request(r, at: at, label: label) {
             case let .success(phase):
                 logger.info("\(r) requested (\(partPath))")
@@ -612,6 +652,12 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             if machine.sourceEnded(at: at, isVideo: isVideo) { logger.notice("\(msg); the recording ends there (\(partPath))") }
             else { logger.notice("\(msg) (\(partPath))") }
         }
+    }
+
+    /// A request reached past its deadline: its requester was told it was not applied.
+    private func logGivenUp(_ what: String, waited deadline: Nanos) {
+        let late = formatDuration(SystemClock.now() - deadline)
+        logger.warning("\(what) given up by its requester (its answer was due \(late) ago): cancelled, not applied (\(partPath))")
     }
 
     /// Takes delivered samples (nil: `frames` of silence for samples the source lost) into the
@@ -732,7 +778,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         while let e = queue.take(until: 0) {
             switch e {
             case let .request(_, _, _, reply): reply.fulfill(.refused("the recording is finishing"))
-            case let .undo(_, reply): reply.fulfill(.refused("cannot undo: the recording is finishing"))
+            case let .undo(_, _, reply): reply.fulfill(.refused("cannot undo: the recording is finishing"))
             // Live sources outlive the recording: their slots go back.
             case let .media(.video(slot, _)): videoSource?.pool.release(slot)
             case let .media(.audio(slot, _, _, _)): audioSource?.pool.release(slot)

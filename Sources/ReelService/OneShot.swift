@@ -24,9 +24,11 @@ public enum OneShot {
         if let duration { schedule.append((.stop, duration)) }
         let session = try RecordingSession(config: config, partPath: output + ".part", finalPath: output,
                                            logger: logger, schedule: schedule)
-        current.withLock { $0 = session }
-        defer { current.withLock { $0 = nil } }
+        let stopAsked = current.withLock { state in state.session = session; return state.stopAsked }
+        defer { current.withLock { $0.session = nil } }
         session.start()
+        // A signal that came before the session existed: it stops the recording at once.
+        if stopAsked { _ = session.request(.stop, deadline: Self.signalStopDeadline) }
         logger.notice("recording \(output).part (video: \(session.sourceDescriptions.video ?? "none"), audio: \(session.sourceDescriptions.audio ?? "none"))",
                       metadata: RecordingLog.fields(.started, file: output, part: output + ".part", segment: 0))
         let outcome = session.finished.wait(until: nil)!
@@ -43,12 +45,18 @@ public enum OneShot {
         }
     }
 
-    /// Ends the running one-shot recording early (SIGINT/SIGTERM): it is finished, not lost.
+    /// Ends the one-shot recording early (SIGINT/SIGTERM), at the next frame: it is finished, not
+    /// lost. Before the recording exists, it is stopped as soon as it starts.
     public static func stopEarly() {
-        if let s = current.withLock({ $0 }) { _ = s.request(.stop) }
+        let s = current.withLock { state in state.stopAsked = true; return state.session }
+        // A second signal is refused as a second stop is: the first is being carried out.
+        if let s { _ = s.request(.stop, deadline: signalStopDeadline) }
     }
 
-    private static let current = LockedBox<RecordingSession?>(nil)
+    /// A signal's stop is never given up on: it stops the recording however long the pipeline takes.
+    private static let signalStopDeadline: Nanos = .max / 2
+
+    private static let current = LockedBox<(session: RecordingSession?, stopAsked: Bool)>((nil, false))
 }
 
 /// A value behind a lock, for the rare shared state outside the pipeline.

@@ -42,9 +42,6 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     public let events = EventBus()
     /// Errors by kind since start-up, for the metrics file.
     public let errors = ErrorCounts()
-    /// What `reelctl set` changed since start-up, in order (buttons are not kept: a press is
-    /// not replayed). Applied after the config's `[camera.controls]` at every open of the camera.
-    private var controlOverrides: [CameraControlAssignment] = []
     /// Warm devices while idle (`standby = true`), lent to each recording.
     let standby: Standby
     /// The current recording's devices are the standby's (given back at its end).
@@ -58,11 +55,13 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         self.onStateChange = onStateChange
         let overrides = ControlOverrides()
         self.standbyControls = overrides
-        standby = Standby(config: config, logger: logger, controls: { overrides.value })
+        standby = Standby(config: config, logger: logger, controls: { [logger] in overrides.forCamera($0, logger: logger) })
         refreshFreeSpace()
         standby.onChange = { [weak self] in self?.standbyChanged() }
     }
-    /// `controlOverrides` as the standby thread reads them (kept in step by `setControls`).
+    /// What `reelctl set` changed since start-up, for the camera it was set on (buttons are not
+    /// kept: a press is not replayed). Applied after the config's `[camera.controls]` at every
+    /// open of that camera (here and on the standby thread); another camera drops them.
     private let standbyControls: ControlOverrides
 
     /// Opens the devices when standby is on (the "recorder" service's start).
@@ -88,12 +87,16 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
 
     public func handle(_ request: Request) -> Reply {
         let received = SystemClock.now()  // the start instant with standby
+        // A pause, resume or undo the pipeline has not taken when the client stops waiting (less
+        // the reply's way back) is cancelled: never applied after the client was told it failed.
+        let given = request.timeoutMs.map { received + Nanos($0) * 1_000_000 - Self.replyMarginNs }
+        let deadline = min(given ?? .max, received + RecordingSession.requestWaitNs)
         switch request.cmd {
         case .start: return start(name: request.name, label: request.label, maxDurationNs: request.maxDurationNs, id: request.id, requestedAt: received)
         case .snapshot: return snapshot(width: request.width, id: request.id, requestedAt: received)
-        case .pause: return control(.pause, id: request.id)
-        case .resume: return control(.resume, label: request.label, id: request.id)
-        case .undo: return undo(id: request.id)
+        case .pause: return control(.pause, id: request.id, deadline: deadline)
+        case .resume: return control(.resume, label: request.label, id: request.id, deadline: deadline)
+        case .undo: return undo(expecting: request.take, id: request.id, deadline: deadline)
         case .stop: return stop(id: request.id, deadline: SystemClock.now() + Self.stopWaitNs)
         case .status: return reply(id: request.id)
         case .takes: return takesReply(id: request.id)
@@ -102,7 +105,9 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             r.devices = listCaptureDevices()
             return r
         case .controls: return listControls(id: request.id)
-        case .set: return setControls(request.args ?? [:], id: request.id)
+        case .set:
+            if let reset = request.reset { return resetControls(reset, id: request.id) }
+            return setControls(request.args ?? [:], id: request.id)
         case .events:
             // The server answers `events` itself (ControlServer.attach(events:)).
             return failure(request.id, .failed("'events' reached the recorder instead of the control server (a bug in reeld; see its log)"))
@@ -191,7 +196,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             return failure(id, .wrongState("cannot start: already recording \(s.partPath) (run 'reelctl stop' first)"))
         }
         var config = self.config  // one configuration for the whole recording
-        config.cameraControls += monitor.withLock { controlOverrides }
+        config.cameraControls += standbyControls.forCamera(config, logger: logger)
         // The same rules as the wire parser (callers in-process skip the wire).
         if let label, let problem = Wire.labelProblem(label) { return failure(id, .badRequest(problem)) }
         if let maxDurationNs {
@@ -266,14 +271,17 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         return failure(id, .failed(msg))
     }
 
-    private func control(_ r: Timeline.Request, label: String? = nil, id: Int?) -> Reply {
+    /// What a client's deadline keeps back for the reply's way to it.
+    static let replyMarginNs: Nanos = 250_000_000
+
+    private func control(_ r: Timeline.Request, label: String? = nil, id: Int?, deadline: Nanos? = nil) -> Reply {
         guard let s = monitor.withLock({ session }) else {
             return failure(id, .wrongState("cannot \(r): not recording (state is idle; run 'reelctl start' first)"))
         }
         // A resume begins the segment after those recorded so far.
         let nextSegment = s.snapshot.segmentDurations.count
         if let label, let problem = Wire.labelProblem(label) { return failure(id, .badRequest(problem)) }
-        switch s.request(r, label: r == .resume ? label : nil) {
+        switch s.request(r, label: r == .resume ? label : nil, deadline: deadline) {
         case .ok:
             // The segment a pause ends is the open one (the snapshot counts it), a resume begins the next.
             logger.notice("\(r == .pause ? "paused" : "resumed"): \(s.partPath)",
@@ -291,12 +299,14 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         }
     }
 
-    /// `undo`: the pipeline removes the last take (cutting the file back) before answering.
-    private func undo(id: Int?) -> Reply {
+    /// `undo`: the pipeline removes the last take (cutting the file back) before answering; with
+    /// `expecting`, only if the last take is that one.
+    private func undo(expecting: Int?, id: Int?, deadline: Nanos? = nil) -> Reply {
         guard let s = monitor.withLock({ session }) else {
             return failure(id, .wrongState("cannot undo: not recording (state is idle; there is no take to remove)"))
         }
-        switch s.undo() {
+        if let expecting, let problem = Wire.takeProblem(expecting) { return failure(id, .badRequest(problem)) }
+        switch s.undo(expecting: expecting, deadline: deadline) {
         case let .ok(number, label):
             let title = label ?? "Take \(number)"
             logger.notice("take \(number) undone (\(title)): \(s.partPath) continues after take \(number - 1)",
@@ -321,7 +331,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         guard let s = monitor.withLock({ session }) else {
             return failure(id, .wrongState("cannot stop: not recording (state is idle)"))
         }
-        switch s.request(.stop) {
+        switch s.request(.stop, deadline: deadline) {
         case .ok: break
         case let .refused(msg): return failure(id, .wrongState(msg))
         case let .failed(msg): return failure(id, .failed(msg))
@@ -439,8 +449,9 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     /// `controls`: on the recording's open fd while recording, else by opening the camera briefly
     /// (after applying the config and earlier `set`s, as a recording would).
     private func listControls(id: Int?) -> Reply {
-        let (s, config, overrides) = monitor.withLock { (session, currentConfig, controlOverrides) }
+        let (s, config) = monitor.withLock { (session, currentConfig) }
         if let list = (s?.camera ?? standby.warm?.camera)?.controls() { return controlsReply(id, list) }
+        let overrides = standbyControls.forCamera(s?.config ?? config, logger: logger)
         let path: String
         switch cameraPath(s?.config ?? config) {
         case let .success(p): path = p
@@ -460,7 +471,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     /// camera briefly. What was set is kept and applied again at every later open.
     private func setControls(_ args: [String: CameraControlInput], id: Int?) -> Reply {
         let assignments = args.sorted { $0.key < $1.key }.map { CameraControlAssignment(name: $0.key, input: $0.value, origin: "") }
-        let (s, config, overrides) = monitor.withLock { (session, currentConfig, controlOverrides) }
+        let (s, config) = monitor.withLock { (session, currentConfig) }
+        let overrides = standbyControls.forCamera(s?.config ?? config, logger: logger)
         let set: [CameraControlInfo]
         do {
             if let live = try (s?.camera ?? standby.warm?.camera)?.setControls(assignments) {
@@ -477,16 +489,55 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             logger.warning("reelctl set: \(error)")
             return failure(id, .failed("\(error)"))
         }
-        monitor.withLock {
-            for a in assignments {
-                guard let info = set.first(where: { $0.name == a.name }), info.type != .button else { continue }
-                controlOverrides.removeAll { $0.name == a.name }
-                controlOverrides.append(a)
-            }
-            standbyControls.value = controlOverrides
+        let kept = assignments.filter { a in set.contains { $0.name == a.name && $0.type != .button } }
+        if case let .v4l2(device, _) = (s?.config ?? config).video {
+            let camera = CameraControlAccess.identity(path: device) ?? device
+            let dropped = standbyControls.withLock { $0.record(kept, on: camera) }
+            if !dropped.isEmpty { logger.notice("camera controls set on \(camera): those set on the camera before are dropped (\(dropped.joined(separator: ", ")))") }
         }
         logger.notice("camera controls set: \(set.map { "\($0.name)=\($0.value.map($0.show) ?? "?")" }.joined(separator: " "))")
         return controlsReply(id, set)
+    }
+
+    /// `set --reset`: clears what earlier `set`s changed (all, or the named controls), so the
+    /// next opens apply only the config's `[camera.controls]`; the camera, if it can be reached,
+    /// goes back at once to those values, else to its defaults. Names not changed by `set` are
+    /// refused, naming them, when none of the names was.
+    private func resetControls(_ reset: ControlReset, id: Int?) -> Reply {
+        var names: [String]?
+        if case let .only(n) = reset { names = n }
+        let (removed, notSet) = standbyControls.withLock { $0.reset(names) }
+        if removed.isEmpty, !notSet.isEmpty {
+            return failure(id, .failed("nothing to reset: 'reelctl set' did not change \(notSet.joined(separator: ", ")) (see 'reelctl controls')"))
+        }
+        if !notSet.isEmpty { logger.info("reelctl set --reset: \(notSet.joined(separator: ", ")) had not been changed by 'reelctl set'") }
+        guard !removed.isEmpty else { return controlsReply(id, []) }
+        logger.notice("camera controls reset (no longer applied at each open): \(removed.joined(separator: " "))")
+        let (s, config) = monitor.withLock { (session, currentConfig) }
+        let base = (s?.config ?? config).cameraControls.filter { $0.origin != "" }  // the config's own, not earlier sets
+        let live = s?.camera ?? standby.warm?.camera
+        let path: String
+        switch cameraPath(s?.config ?? config) {
+        case let .success(p): path = p
+        case .failure: return controlsReply(id, [])  // no camera to put back: the overrides are cleared
+        }
+        let remaining = standbyControls.withLock { $0.assignments }
+        do {
+            let info = try live?.controls() ?? CameraControlAccess.list(path: path, base: base + remaining).controls
+            // Back to what an open sets: the config's value, else the camera's default.
+            let restore = removed.compactMap { name -> CameraControlAssignment? in
+                if let fromConfig = base.last(where: { $0.name == name }) { return fromConfig }
+                guard let c = info.first(where: { $0.name == name }), c.type != .button, c.type != .string else { return nil }
+                return CameraControlAssignment(name: name, input: .int(c.defaultValue), origin: "the camera's default")
+            }
+            guard !restore.isEmpty else { return controlsReply(id, []) }
+            let set = try live?.setControls(restore) ?? CameraControlAccess.set(path: path, base: base + remaining, restore)
+            return controlsReply(id, set)
+        } catch {
+            let msg = "the controls set earlier are cleared (not applied at the next open), but camera \(path) could not be put back to its values now: \(error)"
+            logger.warning("reelctl set --reset: \(msg)")
+            return failure(id, .failed(msg))
+        }
     }
 
     // MARK: Snapshots
@@ -508,7 +559,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             open = monitor.withLock { session?.liveSources } ?? standby.warm
             if open == nil {
                 var config = self.config
-                config.cameraControls += monitor.withLock { controlOverrides }
+                config.cameraControls += standbyControls.forCamera(config, logger: logger)
                 let camera = snapshotSource(config)
                 guard camera.ok else { return failure(id, .failed(camera.why)) }
                 do {

@@ -49,17 +49,42 @@ public struct ReelLogHandler: LogHandler {
         }
         let shown = all.filter { !$0.key.hasPrefix("REEL_") }
         let meta = shown.isEmpty ? "" : " " + shown.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        // One record, one line: what a device or file name carries cannot start a line of its own.
+        let body = Self.oneLine("\(message)\(meta)")
         let text: String
         if journal {
-            text = "<\(Self.priority(level))>\(message)\(meta)\n"
+            text = "<\(Self.priority(level))>\(body)\n"
         } else {
             var tv = timeval(); gettimeofday(&tv, nil)
             var t = tv.tv_sec; var tmv = tm(); localtime_r(&t, &tmv)
             let stamp = String(format: "%02d:%02d:%02d.%03d", tmv.tm_hour, tmv.tm_min, tmv.tm_sec, Int(tv.tv_usec / 1000))
-            text = "\(stamp) \(level.rawValue.uppercased()) \(message)\(meta)\n"
+            text = "\(stamp) \(level.rawValue.uppercased()) \(body)\n"
         }
         Self.write(text, fd: fd)
     }
+
+    /// `text` with its control characters escaped, so it stays one line: `\n`, `\r`, `\t` as
+    /// such, other C0 and DEL as `\xHH`, C1 as `\u{HH}`.
+    static func oneLine(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var out = String.UnicodeScalarView()
+        for u in text.unicodeScalars {
+            guard isControl(u) else { out.append(u); continue }
+            let escaped: String
+            switch u {
+            case "\n": escaped = "\\n"
+            case "\r": escaped = "\\r"
+            case "\t": escaped = "\\t"
+            default:
+                let hex = String(u.value, radix: 16)
+                escaped = u.value < 0x80 ? "\\x" + (hex.count < 2 ? "0" + hex : hex) : "\\u{\(hex)}"
+            }
+            out.append(contentsOf: escaped.unicodeScalars)
+        }
+        return String(out)
+    }
+
+    private static func isControl(_ u: Unicode.Scalar) -> Bool { u.value < 0x20 || (0x7f...0x9f).contains(u.value) }
 
     /// One write(2) per line: atomic for lines under PIPE_BUF, no shared FILE state.
     private static func write(_ text: String, fd: Int32) {

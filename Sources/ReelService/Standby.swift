@@ -23,11 +23,11 @@ final class Standby: @unchecked Sendable {
     private var closing = false
     private let logger: Logger
     /// The camera controls to apply at each open: the config's, then `reelctl set`'s.
-    private let controls: @Sendable () -> [CameraControlAssignment]
+    private let controls: @Sendable (RecorderConfig) -> [CameraControlAssignment]
     /// Called when the state changes (status, STATUS=).
     var onChange: (@Sendable () -> Void)?
 
-    init(config: RecorderConfig, logger: Logger, controls: @escaping @Sendable () -> [CameraControlAssignment]) {
+    init(config: RecorderConfig, logger: Logger, controls: @escaping @Sendable (RecorderConfig) -> [CameraControlAssignment]) {
         self.config = config
         self.logger = logger
         self.controls = controls
@@ -125,9 +125,7 @@ final class Standby: @unchecked Sendable {
                     let due = state.openDue(now: SystemClock.now())
                     if due.open {
                         state.opening()
-                        var c = config
-                        c.cameraControls += controls()
-                        open = c
+                        open = config
                         return false
                     }
                     if !toClose.isEmpty { return false }
@@ -137,7 +135,9 @@ final class Standby: @unchecked Sendable {
             }
             toClose.forEach { $0.stop() }
             if stop { return }
-            guard let c = open else { continue }
+            guard var c = open else { continue }
+            // Outside the lock: finding which camera is at the path opens it briefly.
+            c.cameraControls += controls(c)
             let now = SystemClock.now()
             do {
                 guard let s = try LiveSources.open(c, logger: logger) else {
@@ -186,12 +186,22 @@ final class Standby: @unchecked Sendable {
     }
 }
 
-/// What `reelctl set` changed, as the standby thread reads it at each open.
+/// What `reelctl set` changed (`CameraOverrides`), shared by the recorder and the standby thread.
 final class ControlOverrides: Sendable {
-    private let m = Mutex<[CameraControlAssignment]>([])
-    var value: [CameraControlAssignment] {
-        get { m.withLock { $0 } }
-        set { m.withLock { $0 = newValue } }
+    private let m = Mutex(CameraOverrides())
+
+    func withLock<R: Sendable>(_ body: (inout CameraOverrides) -> R) -> R { m.withLock { body(&$0) } }
+
+    /// The overrides for the camera `config` names, as it is now: a different camera at its path
+    /// (identified by a brief QUERYCAP) drops them, which is logged.
+    func forCamera(_ config: RecorderConfig, logger: Logger) -> [CameraControlAssignment] {
+        guard case let .v4l2(device, _) = config.video else { return m.withLock { $0.assignments } }
+        let camera = CameraControlAccess.identity(path: device)
+        let (list, dropped) = m.withLock { $0.forCamera(camera) }
+        if !dropped.isEmpty {
+            logger.notice("another camera is at \(device) (\(camera ?? "?")): the controls 'reelctl set' changed on the one before are dropped (\(dropped.joined(separator: ", ")))")
+        }
+        return list
     }
 }
 

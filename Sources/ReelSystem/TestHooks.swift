@@ -18,6 +18,21 @@ public enum TestHooks {
         return access(p, F_OK) == 0
     }
 
+    /// `REEL_TEST_STALL_PIPELINE=PATH` (test-only): while the file PATH exists, the recording's
+    /// pipeline thread holds before it handles the next item of its queue, as an overloaded
+    /// pipeline does: requests wait in the queue unanswered (capture goes on, dropping what the
+    /// full queue cannot take).
+    public static let stallPipelineVariable = "REEL_TEST_STALL_PIPELINE"
+    package static let stallPipelinePath: String? = {
+        let v = ProcessInfo.processInfo.environment[stallPipelineVariable]
+        return (v?.isEmpty ?? true) ? nil : v
+    }()
+
+    package static func pipelineStallRequested() -> Bool {
+        guard let p = stallPipelinePath else { return false }
+        return access(p, F_OK) == 0
+    }
+
     /// `REEL_TEST_FINISH_STOP_AFTER=parse|moov|mdat` (test-only): MP4Finisher ends the process with
     /// _exit(99) right after that step of finishing a file, as if it were killed there.
     public static let finishStopAfterVariable = "REEL_TEST_FINISH_STOP_AFTER"

@@ -11,7 +11,8 @@ struct GlobalOptions: ParsableArguments {
     var socket: String?
 
     @Option(name: .long, help: ArgumentHelp(
-        "Seconds to wait for reeld's reply (default: 60 for stop, 15 otherwise).", valueName: "seconds"))
+        "Seconds to wait for reeld's reply (default: 60 for stop, 15 otherwise); a pause, resume or undo not carried out by then is cancelled.",
+        valueName: "seconds"))
     var timeout: Int?
 
     func validate() throws {
@@ -41,13 +42,15 @@ func required<T>(_ value: T?, in command: Command, _ what: String) throws -> T {
 /// Sends one request and returns the successful reply; on any failure prints the reason and
 /// exits 1 (refused by reeld) or 2 (could not talk to reeld).
 func perform(_ cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil, label: String? = nil,
-             maxDurationNs: Nanos? = nil, width: Int? = nil, options: GlobalOptions, defaultTimeoutSeconds: Int = 15) throws -> Reply {
+             maxDurationNs: Nanos? = nil, width: Int? = nil, take: Int? = nil, reset: ControlReset? = nil, options: GlobalOptions,
+             defaultTimeoutSeconds: Int = 15) throws -> Reply {
     let path = SocketPath.resolve(explicit: options.socket, environment: ProcessInfo.processInfo.environment)
     let timeoutMs = (options.timeout ?? defaultTimeoutSeconds) * 1000
     let reply: Reply
     do {
         let client = try ControlClient(path: path)
-        reply = try client.send(Request(id: 1, cmd: cmd, name: name, args: args, label: label, maxDurationNs: maxDurationNs, width: width), timeoutMs: timeoutMs)
+        reply = try client.send(Request(id: 1, cmd: cmd, name: name, args: args, label: label, maxDurationNs: maxDurationNs, width: width,
+                                           take: take, reset: reset, timeoutMs: timeoutMs), timeoutMs: timeoutMs)
     } catch {
         printError("\(error)")
         throw ExitCode(ExitStatus.usage)

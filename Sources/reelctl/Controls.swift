@@ -35,11 +35,19 @@ struct SetControls: ParsableCommand {
             true/false (or 1/0), or a menu entry's name (any case) or index. Every value is checked \
             against the camera's range before any is set; then all are set together. reeld keeps \
             them and sets them again at every later recording (over [camera.controls] in reeld.toml) \
-            until it restarts. Prints each control as read back from the camera.
+            until it restarts, or until another camera appears at the device (a different driver, \
+            name or USB port): those are dropped then. Prints each control as read back from the camera.
+
+            --reset clears them: 'reelctl set --reset' all of them, 'reelctl set --reset brightness \
+            contrast' those; the camera goes back at once to the value in [camera.controls], else to \
+            its default, and later recordings no longer set them.
             """)
 
-    @Argument(help: ArgumentHelp("Controls to set.", valueName: "NAME=VALUE"))
+    @Argument(help: ArgumentHelp("Controls to set (with --reset: control names to reset, none for all).", valueName: "NAME=VALUE"))
     var assignments: [String] = []
+
+    @Flag(name: .long, help: "Clear what earlier 'reelctl set's changed: all of it, or the NAMEs given.")
+    var reset = false
 
     @Flag(name: .long, help: "Print the controls read back as JSON instead.")
     var json = false
@@ -47,7 +55,15 @@ struct SetControls: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        _ = try parsed()
+        if reset { _ = try resetting() } else { _ = try parsed() }
+    }
+
+    /// `--reset`'s controls: all (none named), or the names given.
+    func resetting() throws -> ControlReset {
+        if let a = assignments.first(where: { $0.contains("=") }) {
+            throw ValidationError("'\(a)': --reset takes control names, not NAME=VALUE (reset first, then set)")
+        }
+        return assignments.isEmpty ? .all : .only(assignments)
     }
 
     func parsed() throws -> [String: CameraControlInput] {
@@ -65,7 +81,8 @@ struct SetControls: ParsableCommand {
     }
 
     func run() throws {
-        let reply = try perform(.set, args: try parsed(), options: global)
+        let reply = reset ? try perform(.set, reset: try resetting(), options: global)
+                          : try perform(.set, args: try parsed(), options: global)
         let controls = reply.controls ?? []
         if json {
             print(ControlsText.json(controls))

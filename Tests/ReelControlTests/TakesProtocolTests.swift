@@ -36,6 +36,63 @@ final class TakesProtocolTests: XCTestCase {
         XCTAssertNil(Wire.labelProblem("Zweite Einstellung, «gut»"))
     }
 
+    /// A chapter title cannot pretend to be another: bidirectional overrides and isolates,
+    /// zero-width and other invisible format characters are refused, naming the code point and
+    /// where it is (1-based, in characters of the label).
+    func testLabelsRefuseInvisibleAndDirectionChangingCharacters() {
+        let refused: [UInt32] = [0x00AD, 0x061C, 0x180E, 0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D,
+                                 0x202E, 0x2060, 0x2061, 0x2064, 0x2066, 0x2067, 0x2068, 0x2069, 0x206A, 0x206F, 0xFEFF, 0xFFF9, 0xFFFB]
+        for cp in refused {
+            let label = "ab" + String(Character(Unicode.Scalar(cp)!)) + "cd"
+            let hex = String(cp, radix: 16, uppercase: true)
+            let name = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+            guard let problem = Wire.labelProblem(label) else { XCTFail("\(name) accepted"); continue }
+            XCTAssertTrue(problem.contains(#"bad "label""#) && problem.contains(name) && problem.contains("character 3"), problem)
+            guard case let .failure(e) = parse(#"{"v":1,"cmd":"resume","label":"ab\\#(name.replacingOccurrences(of: "U+", with: "u"))cd"}"#) else {
+                XCTFail("\(name) accepted on the wire"); continue
+            }
+            XCTAssertTrue(e.error.message.contains(name), e.error.message)
+        }
+        // "Intro" followed by an override that makes "4pm.gpj" read as "jpg.mp4": the override is named.
+        XCTAssertEqual(Wire.labelProblem("Intro\u{202E}4pm.gpj")?.contains("U+202E RIGHT-TO-LEFT OVERRIDE at character 6"), true)
+        for ok in ["Take 2 — « gut »", "שלום עולם", "مرحبا", "日本語のテイク", "café", "👍"] { XCTAssertNil(Wire.labelProblem(ok), ok) }
+    }
+
+    func testSetResetClearsAllOrNamedControls() throws {
+        XCTAssertEqual(try parse(#"{"v":1,"cmd":"set","reset":true}"#).get().reset, .all)
+        XCTAssertEqual(try parse(#"{"v":1,"cmd":"set","reset":["brightness","contrast"]}"#).get().reset, .only(["brightness", "contrast"]))
+        XCTAssertNil(try parse(#"{"v":1,"cmd":"status","reset":true}"#).get().reset)
+        XCTAssertEqual(try Wire.text(Request(cmd: .set, reset: .all)), #"{"v":1,"cmd":"set","reset":true}"#)
+        XCTAssertEqual(try Wire.text(Request(cmd: .set, reset: .only(["gain"]))), #"{"v":1,"cmd":"set","reset":["gain"]}"#)
+        for (line, why) in [(#"{"v":1,"cmd":"set","reset":[]}"#, #"bad "reset""#), (#"{"v":1,"cmd":"set","reset":5}"#, #"bad "reset""#),
+                            (#"{"v":1,"cmd":"set","reset":false}"#, #"needs "args""#),
+                            (#"{"v":1,"cmd":"set","reset":true,"args":{"gain":1}}"#, "not both")] {
+            guard case let .failure(e) = parse(line) else { return XCTFail(line) }
+            XCTAssertTrue(e.error.message.contains(why), "\(line): \(e.error.message)")
+        }
+    }
+
+    func testRequestsCarryTheClientsTimeout() throws {
+        XCTAssertEqual(try parse(#"{"v":1,"cmd":"undo","timeoutMs":3000}"#).get().timeoutMs, 3000)
+        XCTAssertEqual(try Wire.text(Request(cmd: .pause, timeoutMs: 15000)), #"{"v":1,"cmd":"pause","timeoutMs":15000}"#)
+        for bad in [#""timeoutMs":0"#, #""timeoutMs":-5"#, #""timeoutMs":3600001"#, #""timeoutMs":"5""#] {
+            guard case let .failure(e) = parse(#"{"v":1,"cmd":"undo",\#(bad)}"#) else { return XCTFail(bad) }
+            XCTAssertTrue(e.error.message.contains(#"bad "timeoutMs""#), e.error.message)
+        }
+    }
+
+    func testUndoCarriesTheTakeItExpects() throws {
+        XCTAssertEqual(try parse(#"{"v":1,"cmd":"undo","take":3}"#).get().take, 3)
+        XCTAssertNil(try parse(#"{"v":1,"cmd":"undo"}"#).get().take)
+        XCTAssertNil(try parse(#"{"v":1,"cmd":"pause","take":3}"#).get().take, "only undo takes it")
+        XCTAssertEqual(try Wire.text(Request(cmd: .undo, take: 2)), #"{"v":1,"cmd":"undo","take":2}"#)
+        for (field, why) in [#""take":0"#: "not a take number", #""take":-1"#: "not a take number", #""take":"2""#: "must be an integer"] {
+            guard case let .failure(e) = parse(#"{"v":1,"cmd":"undo",\#(field)}"#) else { return XCTFail(field) }
+            XCTAssertEqual(e.error.code, ControlError.Code.badRequest, field)
+            XCTAssertTrue(e.error.message.contains(#""take""#) && e.error.message.contains(why), "\(field): \(e.error.message)")
+        }
+    }
+
     func testTakesInStatusRepliesAndEvents() throws {
         var s = StatusInfo(state: .recording, file: "/o/a.mp4.part", segments: [], recordedNs: 0, frames: 0, droppedFrames: 0,
                            audioSamples: 0, lastFile: nil, lastError: nil, video: "v", audio: "a", uptimeNs: 1)

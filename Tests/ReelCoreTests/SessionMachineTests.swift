@@ -555,6 +555,54 @@ final class SessionMachineTests: XCTestCase {
         XCTAssertEqual(m.audioTotal, 120_000)
     }
 
+    /// `reeld record` on SIGTERM/SIGINT: a stop asked before what its schedule placed later (its
+    /// pauses, the stop at --duration) stops the recording at that instant; the later requests
+    /// are dropped unresolved, as if never asked.
+    func testAStopSupersedesTheScheduleAfterIt() {
+        let schedule: [(Timeline.Request, Nanos)] = [(.pause, 4 * s), (.resume, 5 * s), (.stop, 8 * s)]
+        // Paced, at 2 s, just after the 2 s frame arrived: the take ends at the next frame, audio
+        // with it on the grid (61 frames at 30 fps: sample 97600).
+        var m = ManualSession(start: t0, schedule: schedule)
+        m.camera(from: t0, until: t0 + 10 * s, latency: 0)
+        m.microphone(from: t0, until: t0 + 10 * s, chunk: 480, latency: 0)
+        m.request(.stop, at: t0 + 2 * s)
+        m.run(until: t0 + 20 * s)
+        XCTAssertEqual(m.replies, [.success(.stopped)])
+        XCTAssertEqual(m.ending, .complete)
+        XCTAssertEqual(m.videoCaptured, frames(0..<61))
+        XCTAssertEqual(m.audio, [Run(from: 0, count: 97_600)])
+        XCTAssertLessThan(m.endedAt!, t0 + 3 * s)
+
+        // Inside the scheduled pause (4.5 s): the pause stands, the resume and the later stop go.
+        var p = ManualSession(start: t0, schedule: schedule)
+        p.camera(from: t0, until: t0 + 10 * s, latency: 0)
+        p.microphone(from: t0, until: t0 + 10 * s, chunk: 480, latency: 0)
+        p.request(.stop, at: t0 + 4500 * ms)
+        p.run(until: t0 + 20 * s)
+        XCTAssertEqual(p.replies, [.success(.stopped)])
+        XCTAssertEqual(p.videoCaptured, frames(0..<120))
+        XCTAssertEqual(p.audio, [Run(from: 0, count: 192_000)])
+        XCTAssertLessThan(p.endedAt!, t0 + 5 * s)
+
+        // Unpaced (a file read as fast as it goes): at the media position reached when it came.
+        var u = ManualSession(paced: false, start: t0, schedule: schedule)
+        u.camera(from: t0, until: t0 + 10 * s, latency: 0)
+        u.deliver(.request(.stop, at: nil), arriving: t0 + 3 * s + 1)
+        u.run(until: t0 + 20 * s)
+        XCTAssertEqual(u.replies, [.success(.stopped)])
+        XCTAssertEqual(u.ending, .complete)
+        XCTAssertEqual(u.videoCaptured, frames(0..<91))
+
+        // A stop after the scheduled one is refused as any second stop is.
+        var late = ManualSession(start: t0, schedule: [(.stop, 1 * s)])
+        late.camera(from: t0, until: t0 + 3 * s, latency: 0)
+        late.request(.stop, at: t0 + 500 * ms)
+        late.request(.stop, at: t0 + 700 * ms)
+        late.run(until: t0 + 5 * s)
+        XCTAssertEqual(late.replies, [.success(.stopped), .failure(.wrongPhase(request: .stop, phase: .stopped))])
+        XCTAssertEqual(late.videoCaptured, frames(0..<16))
+    }
+
     func testTypedOutcomes() {
         let f = "/v/x.mp4"
         XCTAssertEqual(RecordingOutcome.resolve(ending: .complete, finishError: nil, writeFailure: nil, file: f), .complete(file: f))

@@ -8,7 +8,7 @@ final class TimelineTakesTests: XCTestCase {
     let vf = VideoFormat(width: 64, height: 36, fps: Rational(30), pixelFormat: .yuyv)
     let af = AudioFormat(sampleRate: 1000, channels: 1)
 
-    enum Op { case pause, resume(String?), stop, undo }
+    enum Op { case pause, resume(String?), stop, undo, undoTake(Int) }
 
     /// What the muxer holds after a run: frames (index, output time), audio as source sample
     /// numbers (nil: silence), the undo decisions and refusals.
@@ -41,8 +41,10 @@ final class TimelineTakesTests: XCTestCase {
                     case .pause: try r.tl.request(.pause, at: t)
                     case let .resume(label): try r.tl.request(.resume, at: t, label: label)
                     case .stop: try r.tl.request(.stop, at: t)
-                    case .undo:
-                        let u = try r.tl.undo(at: t)
+                    case .undo, .undoTake:
+                        var expecting: Int?
+                        if case let .undoTake(n) = op { expecting = n }
+                        let u = try r.tl.undo(at: t, expecting: expecting)
                         r.undos.append(u)
                         if let from = u.videoOutputFrom { r.frames.removeAll { $0.out >= from } }
                         r.audio.removeLast(r.audio.count - Int(u.audioOutput))
@@ -83,6 +85,20 @@ final class TimelineTakesTests: XCTestCase {
                                    Timeline.Take(number: 2, label: "C", outputStart: 1000 * ms, duration: 1000 * ms)])
         XCTAssertEqual(r.tl.takes.map(\.title), ["A", "C"])
         XCTAssertTrue(r.tl.isFinished)
+    }
+
+    /// `undo --take N`: refused, touching nothing, unless take N is the last; a retry of an undo
+    /// that was applied is refused instead of removing the take before it.
+    func testAnUndoExpectingAnotherTakeIsRefusedAndTouchesNothing() {
+        let r = run([(1000 * ms, .pause), (2000 * ms, .resume("B")), (2500 * ms, .undoTake(1)), (3000 * ms, .undoTake(2)),
+                     (3200 * ms, .undoTake(2)), (3500 * ms, .resume("C")), (4000 * ms, .stop)], until: 5000 * ms, label: "A")
+        XCTAssertEqual(r.errors, [.wrongTake(expected: 1, last: 2), .wrongTake(expected: 2, last: 1)])
+        XCTAssertEqual(r.undos.map(\.take), [2])
+        // Take 2 ran to 3000 ms (the refused undo at 2500 ms did not end it), then went whole.
+        XCTAssertEqual(r.frames.map(\.n), frames(0..<30) + frames(105..<120))
+        XCTAssertEqual(r.tl.takes.map(\.title), ["A", "C"])
+        XCTAssertEqual(Timeline.RequestError.wrongTake(expected: 2, last: 1).description.prefix(52),
+                       "cannot undo take 2: the last take is take 1 (take 2 ")
     }
 
     func testUndoWhileRecordingEndsTheTakeThereRemovesItAndLeavesThePauseOpen() {

@@ -325,6 +325,44 @@ final class MP4WriterTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(pcmOut.out.count / 2, 12 * 48000, "all 12 s of audio are in the file")
     }
 
+    /// An undo's cut reaches the disk before `rollback` returns (before reeld answers the undo):
+    /// the file is synced once, already at its cut length, so a power cut after the answer cannot
+    /// bring the undone take back.
+    func testUndoSyncsTheCutBeforeItReturns() throws {
+        let path = tempPath("undo-sync.mp4")
+        var venc = try H264Encoder(width: 64, height: 64, fps: Rational(30), settings: H264Settings())
+        let mp4 = try MP4Writer(path: path, video: venc, audio: nil, fragmentMicros: 500_000)
+        let y = [UInt8](repeating: 90, count: 64 * 64), c = [UInt8](repeating: 128, count: 32 * 32)
+        func frame(_ n: Int64) throws {
+            try y.withUnsafeBufferPointer { y in
+                try c.withUnsafeBufferPointer { c in
+                    let f = I420Frame(y: y.baseAddress!, u: c.baseAddress!, v: c.baseAddress!, strideY: 64, strideU: 32, strideV: 32, width: 64, height: 64)
+                    try venc.encode(f, pts: n * 3000) { try mp4.writeVideo($0) }
+                }
+            }
+        }
+        try mp4.beginTake(index: 1, label: nil, start: 0)
+        for n in Int64(0)..<45 { try frame(n) }
+        try venc.flush { try mp4.writeVideo($0) }
+        venc = try H264Encoder(width: 64, height: 64, fps: Rational(30), settings: H264Settings())
+        try mp4.beginTake(index: 2, label: nil, start: 45 * 3000)
+        for n in Int64(45)..<90 { try frame(n) }
+        let cut = try XCTUnwrap(mp4.takeMarkers.first { $0.index == 2 }).fileOffset
+        let synced = Synced()
+        mp4.syncFile = { fd in
+            var st = stat()
+            _ = fstat(fd, &st)
+            synced.sizes.append(Int64(st.st_size))
+            return 0
+        }
+        _ = try mp4.rollback(take: 2)
+        XCTAssertEqual(synced.sizes, [cut], "one sync, of the file cut back to take 2's marker")
+        _ = try mp4.abandon()
+    }
+
+    /// The sizes `syncFile` saw. @unchecked Sendable: written and read on the test's thread only.
+    private final class Synced: @unchecked Sendable { var sizes: [Int64] = [] }
+
     /// A take the audio never reaches (a microphone that stopped without an error): after
     /// `videoStallMicros` of held video the take's cut is made without the audio, and undoing
     /// that take still cuts the file back to it. The next take (audio back) continues where take 1

@@ -116,6 +116,20 @@ final class JournalLogTests: XCTestCase {
         XCTAssertEqual(lines, ["<4>disk slow", "<3>disk gone"])
     }
 
+    /// A record is one stderr line whatever it holds: a device name with "\n<0>" cannot start a
+    /// line of its own (another priority, a forged message); control characters are escaped.
+    func testStderrFallbackEscapesNewlinesAndControlCharacters() {
+        let err = FakeStderr()
+        let logger = Logger(label: "reeld") { _ in ReelLogHandler(level: .info, journal: true, sender: nil, fd: err.fd) }
+        logger.error("cannot open 'cam\n<0>reeld: forged'", metadata: ["device": "a\r\nb\u{1b}[2J\u{85}c\td"])
+        XCTAssertEqual(err.text, "<3>cannot open 'cam\\n<0>reeld: forged' device=a\\r\\nb\\x1b[2J\\u{85}c\\td\n")
+        let tty = FakeStderr()
+        let plain = Logger(label: "reeld") { _ in ReelLogHandler(level: .info, journal: false, sender: nil, fd: tty.fd) }
+        plain.warning("x\ny")
+        XCTAssertEqual(tty.text.split(separator: "\n").count, 1, tty.text)
+        XCTAssertTrue(tty.text.hasSuffix(" WARNING x\\ny\n"), tty.text)
+    }
+
     /// sd_journal_sendv drops entries silently when the socket is missing: only a socket counts.
     func testOnlyAReachableSocketIsUsed() throws {
         let dir = NSTemporaryDirectory() + "reel-sock-\(UUID().uuidString)"

@@ -56,3 +56,16 @@ def test_camera_controls_in_the_config(reeld, reel_bin_dir, tmp_path):
     assert p.returncode != 0
     assert f"{conf}:3: key 'camera.controls.White Balance': 'White Balance' is not a control name" in p.stderr, p.stderr
     assert "(did you mean 'white_balance'?)" in p.stderr, p.stderr
+
+
+def test_set_reset_clears_what_set_changed(reeld):
+    """`reelctl set --reset` (all) and `--reset NAME...`: with nothing set there is nothing to
+    clear (all: fine; a name: refused, naming it); NAME=VALUE is a usage error with --reset.
+    (Clearing on a real camera, and dropping on another camera: CameraOverridesTests and
+    Tests/vm/test_controls_vm.py.)"""
+    r = reeld("controls-reset")
+    assert r.ctl("set", "--reset").rc == 0
+    c = r.ctl("set", "--reset", "brightness", expect_ok=False)
+    assert c.rc == 1 and "did not change brightness" in c.err, c
+    c = r.ctl("set", "--reset", "brightness=1", expect_ok=False)
+    assert c.rc == 2 and "--reset takes control names" in c.err, c

@@ -269,3 +269,77 @@ def test_undo_with_one_track(reeld, track):
         assert len(onsets) == 3 and all(abs(o - w) <= tol for o, w in zip(onsets, want)), (onsets, want, tol)
         length = take1 + (s(stop) - resume3)
         assert abs(a["duration"] - length) <= tol, (a["duration"], length, tol)
+
+
+def test_an_undo_given_up_on_is_never_applied(reeld, tmp_path):
+    """An undo whose answer reelctl was told it would not get (the pipeline, overloaded, did not
+    answer within 10 s) is cancelled: when the pipeline goes on it does not remove the take, so the
+    user's retry cannot remove a second one. REEL_TEST_STALL_PIPELINE holds the pipeline thread."""
+    stall = tmp_path / "stall"
+    r = reeld("undo-given-up", size="320x180", fps="15", _env={"REEL_TEST_STALL_PIPELINE": str(stall)})
+    r.ctl("start", "--name", "given-up")
+    r.ctl("pause")
+    r.ctl("resume", "--label", "two")
+    # Take 2 is listed once its first frame came (the resume's cut resolves on it).
+    deadline = time.monotonic() + 5
+    while [t["number"] for t in r.status()["takes"]] != [1, 2]:
+        assert time.monotonic() < deadline, r.status()["takes"]
+        time.sleep(0.02)
+    stall.touch()
+    undo = r.ctl("undo", expect_ok=False)
+    assert undo.rc == 1 and "did not answer within 10 s" in undo.err, undo
+    stall.unlink()
+    # The pipeline handles its queue in order: once this pause is answered, the undo was seen.
+    pause = r.ctl("pause", expect_ok=False)
+    assert pause.rc == 0, f"the undo given up on was applied late: {pause}\n{r.log_tail()}"
+    assert [t["number"] for t in r.status()["takes"]] == [1, 2], r.status()["takes"]
+    # The reply says so, and the log names what was dropped.
+    assert "not applied" in undo.err, undo
+    assert "given up by its requester" in r.log_tail(200), r.log_tail(200)
+
+
+def test_undo_with_the_expected_take_is_safe_to_retry(reeld):
+    """`reelctl undo --take N` removes take N only if it is the last take: an undo that would
+    remove another take is refused naming both numbers, so a retry after a lost answer cannot
+    remove a second take."""
+    r = reeld("undo-take", size="320x180", fps="15")
+    r.ctl("start", "--name", "undo-take")
+    r.ctl("pause")
+    r.ctl("resume", "--label", "two")
+    deadline = time.monotonic() + 5
+    while [t["number"] for t in r.status()["takes"]] != [1, 2]:  # take 2 is listed from its first frame
+        assert time.monotonic() < deadline, r.status()["takes"]
+        time.sleep(0.02)
+    wrong = r.ctl("undo", "--take", "1", expect_ok=False)
+    assert wrong.rc == 1 and "take 1" in wrong.err and "take 2" in wrong.err, wrong
+    assert [t["number"] for t in r.status()["takes"]] == [1, 2]
+    r.ctl("undo", "--take", "2")
+    assert [t["number"] for t in r.status()["takes"]] == [1]
+    # The retry of the same undo (its answer lost): refused, take 1 stays.
+    retry = r.ctl("undo", "--take", "2", expect_ok=False)
+    assert retry.rc == 1 and "take 2" in retry.err and "take 1" in retry.err, retry
+    assert [t["number"] for t in r.status()["takes"]] == [1]
+    bad = r.ctl("undo", "--take", "0", expect_ok=False)
+    assert bad.rc == 2 and "--take" in bad.err, bad
+
+
+def test_an_undo_its_client_gave_up_on_is_never_applied(reeld, tmp_path):
+    """The same with the client's own deadline: `reelctl --timeout 3 undo` gives up after 3 s (it
+    sends its timeout with the request); reeld must not apply the undo after that either."""
+    stall = tmp_path / "stall"
+    r = reeld("undo-client-gave-up", size="320x180", fps="15", _env={"REEL_TEST_STALL_PIPELINE": str(stall)})
+    r.ctl("start", "--name", "client-gave-up")
+    r.ctl("pause")
+    r.ctl("resume", "--label", "two")
+    deadline = time.monotonic() + 5
+    while [t["number"] for t in r.status()["takes"]] != [1, 2]:  # take 2 is listed from its first frame
+        assert time.monotonic() < deadline, r.status()["takes"]
+        time.sleep(0.02)
+    stall.touch()
+    undo = r.ctl("--timeout", "3", "undo", expect_ok=False)
+    assert undo.rc != 0 and undo.t1 - undo.t0 < 6, undo
+    time.sleep(1)  # the scenario: the pipeline goes on only after the client gave up (between 3 and 10 s)
+    stall.unlink()
+    pause = r.ctl("pause", expect_ok=False)
+    assert pause.rc == 0, f"the undo its client gave up on was applied late: {pause}\n{r.log_tail()}"
+    assert [t["number"] for t in r.status()["takes"]] == [1, 2], r.status()["takes"]

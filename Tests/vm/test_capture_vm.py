@@ -222,6 +222,22 @@ def test_record_two_pauses(capture):
     assert np.all(np.diff(voiced) >= 0), "pitch sequence goes backwards"
 
 
+def test_sigterm_finishes_a_one_shot_recording(capture):
+    """capture-record-signal.sh: SIGTERM 3 s into `reeld record --duration 3600` of the camera and
+    the loopback: reeld record exits 0 within a few seconds (the file finished at the next frame),
+    and the file holds about those 3 s and decodes cleanly."""
+    out, log = capture("capture-record-signal")
+    (t1, t2, rc), = times(out)["sigterm"]
+    assert rc == 0, f"reeld record exited {rc}\n{log[-4000:]}"
+    assert t2 - t1 < 5, f"reeld record took {t2 - t1:.1f} s to end after SIGTERM\n{log[-4000:]}"
+    host = os.path.join(out, "signal.mp4")
+    assert os.path.exists(host) and not os.path.exists(host + ".part"), log[-4000:]
+    assert xerror(host) == [], xerror(host)
+    info = probe(host)
+    v, a = float(stream(info, "video")["duration"]), float(stream(info, "audio")["duration"])
+    assert 2.0 < v < 4.5 and abs(v - a) < 0.5, (v, a)
+
+
 def test_dropped_buffers_follow_capture_time(capture):
     out, log = capture("capture-drops")
     status = json.loads(read(out, "stop.json"))

@@ -63,6 +63,15 @@ def test_idle_set_wins_over_config_at_the_next_open(run):
     assert rec["brightness"]["value"] == 100
 
 
+def test_set_reset_goes_back_to_the_config(run):
+    """`reelctl set --reset hue`, then `--reset` (all) after the live sets: the camera goes back to
+    [camera.controls] at once, and the next open applies only the config."""
+    assert run.text("reset-hue.txt").split() == ["hue=0"], run.text("reset-hue.txt")
+    assert "brightness=100" in run.text("reset-all.txt").split(), run.text("reset-all.txt")
+    after = controls(run, "controls-after-reset.json")
+    assert after["brightness"]["value"] == 100 and after["hue"]["value"] == 0, (after["brightness"], after["hue"])
+
+
 def test_errors_name_the_control_and_its_range(run):
     assert run.text("range.rc").strip() == "1" and run.text("unknown.rc").strip() == "1"
     assert run.text("range.err").strip() == (

@@ -43,6 +43,11 @@ timed reset set brightness=128 contrast=128 saturation=128 hue=0
 sleep_until "$(at "$t0" "$((PHASE * 5))")"
 reelctl status --json > "$OUT/status-during.json"
 stop_json stop stop
+# `set --reset` (issue 22): hue back to the config's 0, then every other set cleared: the next
+# open applies only the config (brightness 100, where the last set said 128).
+reelctl set --reset hue > "$OUT/reset-hue.txt"
+reelctl set --reset > "$OUT/reset-all.txt"
+reelctl controls --json > "$OUT/controls-after-reset.json"
 reeld_stop
 collect
 

@@ -7,9 +7,9 @@ import ReelSystem
 /// reeld's services, started in order and stopped in reverse order, once, within one budget
 /// (swift-service-lifecycle's `ServiceGroup`, without async/await: reeld's services are threads).
 /// `reeld` and `reeld record` both run their services through it, and both end on SIGTERM or
-/// SIGINT through `shutdownOnSignals`.
+/// SIGINT (`reeld record` on SIGHUP too) through `shutdownOnSignals`.
 /// @unchecked Sendable: `started`, `stopping` and `done` are guarded by `monitor`; the rest is
-/// immutable after init (the signal sources are only kept alive).
+/// immutable after init.
 public final class ServiceGroup: @unchecked Sendable {
     public struct Service: Sendable {
         public let name: String
@@ -37,7 +37,6 @@ public final class ServiceGroup: @unchecked Sendable {
     private var started = 0
     private var stopping = false
     private var done = false
-    private var signalSources: [DispatchSourceSignal] = []
 
     public init(_ services: [Service], logger: Logger, budgetNs: Nanos = ServiceGroup.shutdownBudgetNs) {
         self.services = services
@@ -59,6 +58,14 @@ public final class ServiceGroup: @unchecked Sendable {
         }
     }
 
+    /// Returns once the group has been shut down (by a signal, through `shutdownOnSignals`): the
+    /// daemon's main thread waits here, with the signals still blocked. (`dispatchMain()` did
+    /// not: it parks the main thread in sigsuspend with an empty mask, where a SIGTERM took its
+    /// default action and killed reeld mid-recording.)
+    public func waitUntilStopped() {
+        monitor.withLock { while !done { _ = monitor.wait(until: nil) } }
+    }
+
     /// Stops the started services in reverse order, each told the deadline (now + budget). The
     /// first call does the work; a concurrent or later call waits until it is done.
     public func shutdown() {
@@ -76,21 +83,18 @@ public final class ServiceGroup: @unchecked Sendable {
         monitor.withLock { done = true; monitor.broadcast() }
     }
 
-    /// On the first SIGTERM or SIGINT: `announce` (a log line, STOPPING=1), `shutdown()`, then
-    /// `after` (exit, for the daemon). Installed before the services start, so a signal that
-    /// comes early never kills the process by its default action.
-    public func shutdownOnSignals(queue: DispatchQueue, announce: @escaping @Sendable (Int32) -> Void,
-                                  after: @escaping @Sendable () -> Void = {}) {
-        for sig in [SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)
-            let src = DispatchSource.makeSignalSource(signal: sig, queue: queue)
-            src.setEventHandler { [self] in
-                announce(sig)
-                shutdown()
-                after()
-            }
-            src.resume()
-            monitor.withLock { signalSources.append(src) }
+    /// On SIGTERM or SIGINT (and on SIGHUP when `hangup` is nil): `announce` (a log line,
+    /// STOPPING=1), `shutdown()`, then `after` (exit, for the daemon); a later one finds the
+    /// group stopped. On SIGHUP, `hangup` when given (a reload). The signals are taken by
+    /// `ProcessSignals`' thread; `ProcessSignals.block()` must have run first thing in main, so a
+    /// signal that comes at any instant, even before this is called, is acted on, never lost.
+    public func shutdownOnSignals(announce: @escaping @Sendable (Int32) -> Void, after: @escaping @Sendable () -> Void = {},
+                                  hangup: (@Sendable () -> Void)? = nil) {
+        ProcessSignals.handle { [self] sig in
+            if sig == SIGHUP, let hangup { hangup(); return }
+            announce(sig)
+            shutdown()
+            after()
         }
     }
 }

@@ -85,8 +85,9 @@ struct Record: ParsableCommand {
         let logger = startProcess(settings, environment: env, warnings: serveOnlyWarnings)
         // One service: the recording, which a signal finishes early (`record` then returns).
         let services = ServiceGroup([ServiceGroup.Service("recording", stop: { _ in OneShot.stopEarly() })], logger: logger)
-        services.shutdownOnSignals(queue: DispatchQueue(label: "reel-signals"), announce: { sig in
-            logger.notice("received \(sig == SIGTERM ? "SIGTERM" : "SIGINT"): finishing the recording")
+        // SIGHUP too: a closed terminal finishes the recording instead of killing it (its default).
+        services.shutdownOnSignals(announce: { sig in
+            logger.notice("received \(sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP"): finishing the recording")
         })
         try services.start()
         let output = self.output.hasPrefix("/") ? self.output : FileManager.default.currentDirectoryPath + "/" + self.output

@@ -127,18 +127,13 @@ struct Serve: ParsableCommand {
             ServiceGroup.Service("on_finish programs", stop: { FinishHook.waitForRunning(until: $0, logger: logger) }),
             ServiceGroup.Service("recorder", start: { recorder.startStandby() }, stop: { recorder.shutdown(deadline: $0) }),
         ], logger: logger)
-        // Signal handling is in place before READY=1: a reload or stop right after never kills
-        // reeld (SIGHUP's default action) or skips finishing a recording.
-        let signals = DispatchQueue(label: "reel-signals")
-        services.shutdownOnSignals(queue: signals, announce: { sig in
+        // Signals were blocked first thing in main (`ProcessSignals`): one that comes at any
+        // instant, before or right after READY=1, is acted on here, never lost or left to its
+        // default action (SIGHUP's kills).
+        services.shutdownOnSignals(announce: { sig in
             logger.notice("received \(sig == SIGTERM ? "SIGTERM" : "SIGINT"), shutting down")
             notifier.send("STOPPING=1")
-        }, after: { Foundation.exit(0) })
-        try services.start()
-        var sources: [DispatchSourceSignal] = []
-        signal(SIGHUP, SIG_IGN)
-        let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: signals)
-        hup.setEventHandler {
+        }, hangup: {
             notifier.send("RELOADING=1")
             do {
                 let (fresh, cfg) = try options.load(environment: env)
@@ -152,9 +147,8 @@ struct Serve: ParsableCommand {
                 recorder.errors.count(.reload)
             }
             notifier.send("READY=1")
-        }
-        hup.resume()
-        sources.append(hup)
+        })
+        try services.start()
         logger.notice("listening on \(listening) for \(policy.summary); recordings go to \(config.outputDir)")
         if let metrics {
             writeMetrics()
@@ -162,7 +156,8 @@ struct Serve: ParsableCommand {
         }
         notifier.send("READY=1\nSTATUS=idle")
         supervisor.start()  // after READY=1: the first WATCHDOG=1 follows it (its stop is in `services`)
-        withExtendedLifetime(sources) { dispatchMain() }
+        services.waitUntilStopped()
+        Foundation.exit(0)
     }
 }
 
@@ -287,4 +282,6 @@ struct DaemonOptions: ParsableArguments {
     }
 }
 
+// Before anything else, before any thread exists: see ProcessSignals.
+ProcessSignals.block()
 Reeld.main()

@@ -92,9 +92,11 @@ let package = Package(
 
         // --- Fuzzing (`make fuzz`): the checks, and one libFuzzer entry point per parser; built
         // normally they replay files through the same checks (Tests/fuzz, docs/RELIABILITY.md). ---
-        .target(name: "ReelFuzz", dependencies: ["ReelControl", "ReelConfig"], path: "Sources/ReelFuzz"),
+        .target(name: "ReelFuzz", dependencies: ["ReelControl", "ReelConfig", "ReelMedia"], path: "Sources/ReelFuzz"),
         .executableTarget(name: "fuzz-request", dependencies: ["ReelFuzz"], path: "Sources/fuzz-request"),
         .executableTarget(name: "fuzz-config", dependencies: ["ReelFuzz"], path: "Sources/fuzz-config"),
+        .executableTarget(name: "fuzz-finish", dependencies: ["ReelFuzz"], path: "Sources/fuzz-finish"),
+        .executableTarget(name: "fuzz-marker", dependencies: ["ReelFuzz"], path: "Sources/fuzz-marker"),
 
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"], path: "Tests/ReelCoreTests"),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore", "CFFmpeg", "CX264", "CX264Shim"], path: "Tests/ReelMediaTests"),
@@ -104,7 +106,7 @@ let package = Package(
         .testTarget(name: "ReelServiceTests", dependencies: ["ReelService", "ReelStorage", "ReelPipeline", "ReelMedia", "ReelSystem", "ReelControl", "ReelCore"], path: "Tests/ReelServiceTests"),
         .testTarget(name: "ReelctlTests", dependencies: ["reelctl", "ReelControl", "ReelCore"], path: "Tests/ReelctlTests"),
         .testTarget(name: "ReelVerifyTests", dependencies: ["ReelVerify"], path: "Tests/ReelVerifyTests"),
-        .testTarget(name: "ReelFuzzTests", dependencies: ["ReelFuzz", "ReelConfig", "ReelControl"], path: "Tests/ReelFuzzTests"),
+        .testTarget(name: "ReelFuzzTests", dependencies: ["ReelFuzz", "ReelConfig", "ReelControl", "ReelMedia"], path: "Tests/ReelFuzzTests"),
     ],
     swiftLanguageModes: [.v6]
 )

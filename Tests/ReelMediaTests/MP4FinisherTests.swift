@@ -75,6 +75,31 @@ final class MP4FinisherTests: XCTestCase {
         assertSamePackets(try packets(path), try packets(fragmented), lastAudioDuration: 1024)
     }
 
+    /// One damaged box in the middle (the second moof's type flipped, or the first mdat saying
+    /// 8 bytes so its media reads as boxes): refused, naming the box and its offset, and the file
+    /// left byte for byte as it was, not cut there nor finished without a fragment.
+    func testDamagedBoxInTheMiddleIsRefusedAndTheFileLeftAsItWas() throws {
+        let path = tempPath("middle.mp4")
+        try writeTestFile(path: path, fps: Rational(30), rate: 48000, channels: 1, seconds: 3)
+        let original = try Data(contentsOf: URL(fileURLWithPath: path))
+        let boxes = try topLevelBoxes(original)
+        let moofs = boxes.filter { $0.type == "moof" }.map(\.offset)
+        let firstMdat = boxes.first { $0.type == "mdat" }!.offset
+        XCTAssertGreaterThan(moofs.count, 3)
+        var renamed = original
+        renamed.replaceSubrange((moofs[1] + 4)..<(moofs[1] + 8), with: Array("moog".utf8))
+        var short = original
+        short.replaceSubrange(firstMdat..<(firstMdat + 4), with: [0, 0, 0, 8])
+        for (name, d, expected) in [("renamed", renamed, "moog at offset \(moofs[1]) "), ("short mdat", short, " at offset ")] {
+            try d.write(to: URL(fileURLWithPath: path))
+            XCTAssertThrowsError(try MP4Finisher.finish(path: path), name) {
+                XCTAssertTrue("\($0)".contains(expected), "\(name): \($0)")
+                XCTAssertTrue("\($0)".hasSuffix("(the file is damaged; it is left as it was)"), "\(name): \($0)")
+            }
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), d, "\(name): the file was changed")
+        }
+    }
+
     /// A file written before the placeholder existed is left exactly as it was, with a clear error.
     func testFileWithoutPlaceholderIsLeftAlone() throws {
         let path = tempPath("old.mp4")

@@ -97,6 +97,7 @@ let package = Package(
         .executableTarget(name: "fuzz-config", dependencies: ["ReelFuzz"], path: "Sources/fuzz-config"),
         .executableTarget(name: "fuzz-finish", dependencies: ["ReelFuzz"], path: "Sources/fuzz-finish"),
         .executableTarget(name: "fuzz-marker", dependencies: ["ReelFuzz"], path: "Sources/fuzz-marker"),
+        .executableTarget(name: "fuzz-boxes", dependencies: ["ReelFuzz"], path: "Sources/fuzz-boxes"),
 
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"], path: "Tests/ReelCoreTests"),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore", "CFFmpeg", "CX264", "CX264Shim"], path: "Tests/ReelMediaTests"),

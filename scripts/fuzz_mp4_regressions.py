@@ -194,7 +194,7 @@ def main():
     mutate("tfdt-near-2p63", tfdt_huge)
 
     def sample_size_huge(tree):
-        trun = find(tree, b"moof", b"traf", b"trun")[0]
+        trun = [t for t in find(tree, b"moof", b"traf", b"trun") if t[1][2] & 0x2][0]   # one with sample sizes
         body = bytearray(trun[1])
         flags = struct.unpack(">I", body[0:4])[0] & 0xFFFFFF
         if flags & 0x200:

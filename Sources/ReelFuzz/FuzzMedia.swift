@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import ReelMedia
 
-/// The media parsers' checks (`fuzz-finish`, `fuzz-marker`, `fuzz-boxes`; `make fuzz`), replayed
+/// The media parsers' checks (`fuzz-finish`, `fuzz-boxes`, `fuzz-marker`; `make fuzz`), replayed
 /// by `make test` as the request and config ones are. A trap inside the parser is a crash; a broken
 /// promise comes back as a problem.
 extension FuzzChecks {
@@ -39,9 +39,25 @@ extension FuzzChecks {
             return problems
         } catch {
             var problems: [String] = []
+            if case .system = error.kind { problems.append("a system error on a scratch file: \(error)") }
             if read(path) != input { problems.append("refused (\(error)) but changed the file") }
-            if !"\(error)".contains(path) { problems.append("the error does not name the file: \(error)") }
+            if !error.description.hasPrefix("cannot finish \(path): ") { problems.append("the error does not name the file: \(error)") }
+            if error.kind == .damaged, error.box == nil || error.offset == nil { problems.append("damage without its box and offset: \(error)") }
             return problems
+        }
+    }
+
+    /// What the finisher makes of `bytes` (a copy is finished, never the file): "finished: ...",
+    /// "already finished", or the error. `fuzz-finish --explain FILE...` prints it per file.
+    public static func explainFinish(_ bytes: [UInt8], name: String) -> String {
+        let path = scratchPath(name)
+        guard write(bytes, to: path) else { return "cannot write the scratch file \(path)" }
+        defer { unlink(path) }
+        do {
+            let r = try MP4Finisher.finish(path: path)
+            return r.alreadyFinished ? "already finished" : "finished: \(r.fragments) fragments, \(r.samples) samples, \(r.chapters) chapters, a \(r.moovBytes)-byte moov\(r.warnings.map { "; " + $0 }.joined())"
+        } catch {
+            return error.description
         }
     }
 
@@ -58,6 +74,61 @@ extension FuzzChecks {
             return ["no moov of \(r.moovBytes) bytes from \(r.moovOffset) to the end (\(f.count) bytes)"]
         }
         return []
+    }
+
+    // MARK: the top-level box walker
+
+    /// `bytes` as a file walked box by box with `MP4BoxHeader.place` (as the finisher walks the
+    /// top level), each step compared with a reading of this check's own in unsigned arithmetic: the
+    /// same box, cut short or damaged; a box always inside the file and at least its header long, so
+    /// the walk moves on and ends within `bytes.count / 8` steps.
+    public static func boxes(_ bytes: some Collection<UInt8>) -> [String] {
+        let f = Array(bytes)
+        let fileSize = Int64(f.count)
+        var offset: Int64 = 0
+        var steps = 0
+        while true {
+            let o = Int(offset)
+            let head = Array(f[o..<min(f.count, o + 16)])
+            let placed = MP4BoxHeader.place(head, at: offset, fileSize: fileSize)
+            let shown: String
+            switch placed {
+            case .end: shown = "end"
+            case .box(let h): shown = "box \(h.type) \(h.size) \(h.headerLength)"
+            case .cutShort(nil): shown = "cut"
+            case .cutShort(let h?): shown = "cut \(h.type) \(h.size)"
+            case .damaged: shown = "damaged"
+            }
+            let expected = referenceBox(f, o)
+            guard shown == expected else { return ["at offset \(offset): place says '\(shown)', expected '\(expected)'"] }
+            guard case let .box(h) = placed else { return [] }
+            if let plain = MP4BoxHeader(head), plain.type != h.type || plain.headerLength != h.headerLength || (plain.size != 0 && plain.size != h.size) {
+                return ["at offset \(offset): MP4BoxHeader(bytes) reads \(plain), place \(h)"]
+            }
+            guard h.size >= Int64(h.headerLength), let end = h.end(from: offset), end <= fileSize else {
+                return ["at offset \(offset): a box of \(h.size) bytes outside the file of \(fileSize)"]
+            }
+            offset = end
+            steps += 1
+            guard steps <= f.count / 8 else { return ["\(steps) boxes in \(f.count) bytes"] }
+        }
+    }
+
+    /// The box at `o` read with UInt64 sizes (no overflow possible below 2^64).
+    static func referenceBox(_ f: [UInt8], _ o: Int) -> String {
+        guard o < f.count else { return "end" }
+        let left = UInt64(f.count - o)
+        func be(_ at: Int, _ n: Int) -> UInt64 { f[at..<(at + n)].reduce(0) { $0 << 8 | UInt64($1) } }
+        guard left >= 8 else { return "cut" }
+        let type = String(decoding: f[(o + 4)..<(o + 8)], as: UTF8.self)
+        var size = be(o, 4), header: UInt64 = 8
+        if size == 1 {
+            guard left >= 16 else { return "cut" }
+            size = be(o + 8, 8); header = 16
+            guard size <= UInt64(Int64.max) else { return "damaged" }
+        } else if size == 0 { size = left }
+        guard size >= header else { return "damaged" }
+        return size > left ? "cut \(type) \(size)" : "box \(type) \(size) \(header)"
     }
 
     // MARK: the take-marker reader

@@ -15,6 +15,19 @@ public func fuzzFinish(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 /// Without libFuzzer: replays the files named through the same checks.
 @main
 enum ReplayFinish {
-    static func main() { exit(FuzzChecks.replayMain(FuzzChecks.finish, corpus: "Tests/fuzz/finish")) }
+    static func main() {
+        // --explain FILE...: what the finisher makes of each file (finished on a scratch copy).
+        if CommandLine.arguments.dropFirst().first == "--explain" {
+            for file in CommandLine.arguments.dropFirst(2) {
+                guard let data = FileManager.default.contents(atPath: file) else {
+                    print("cannot read \(file) (name .part files)")
+                    exit(2)
+                }
+                print("\(file): \(FuzzChecks.explainFinish(Array(data), name: "explain.mp4.part"))")
+            }
+            exit(0)
+        }
+        exit(FuzzChecks.replayMain(FuzzChecks.finish, corpus: "Tests/fuzz/finish"))
+    }
 }
 #endif

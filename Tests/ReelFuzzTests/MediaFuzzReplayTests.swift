@@ -1,5 +1,5 @@
 import Foundation
-import ReelFuzz
+@testable import ReelFuzz
 import ReelMedia
 import XCTest
 
@@ -41,6 +41,25 @@ final class MediaFuzzReplayTests: XCTestCase {
         try replay("finish", atLeast: 25, FuzzChecks.finish)
     }
 
+    func testBoxesCorpusAndRegressionsPassTheChecks() throws {
+        try replay("boxes", atLeast: 8, FuzzChecks.boxes)
+    }
+
+    /// The box walker's check sees the bad cases: a 64-bit size past Int64.max is damage, a size
+    /// past the end is a box cut short (not an overflow), a size below the header is damage.
+    func testBoxesCheckReadsTheIssueFile() {
+        let issue: [UInt8] = [0, 0, 0, 8] + Array("ftyp".utf8) + [0, 0, 0, 1] + Array("free".utf8) + [0x7f] + [UInt8](repeating: 0xff, count: 7)
+        XCTAssertEqual(FuzzChecks.referenceBox(issue, 8), "cut free 9223372036854775807")
+        XCTAssertEqual(MP4BoxHeader.place(Array(issue[8...]), at: 8, fileSize: 24), .cutShort(MP4BoxHeader(Array(issue[8...]))))
+        XCTAssertEqual(FuzzChecks.boxes(issue), [])
+        let past: [UInt8] = [0, 0, 0, 1] + Array("free".utf8) + [UInt8](repeating: 0xff, count: 8)
+        XCTAssertEqual(MP4BoxHeader.place(past, at: 0, fileSize: 16), .damaged("has a 64-bit size of 18446744073709551615"))
+        XCTAssertNil(MP4BoxHeader(past))
+        let small: [UInt8] = [0, 0, 0, 7] + Array("free".utf8)
+        XCTAssertEqual(MP4BoxHeader.place(small, at: 0, fileSize: 8), .damaged("has a size of 7, less than its 8-byte header"))
+        XCTAssertEqual(FuzzChecks.boxes(past + small), [])
+    }
+
     func testMarkerCorpusAndRegressionsPassTheChecks() throws {
         try replay("marker", atLeast: 10, FuzzChecks.marker)
     }
@@ -58,7 +77,8 @@ final class MediaFuzzReplayTests: XCTestCase {
             try bytes.write(to: URL(fileURLWithPath: path))
             defer { unlink(path) }
             if name.hasPrefix("seed-") {
-                XCTAssertGreaterThan(try MP4Finisher.finish(path: path).samples, 0, name)
+                let r = try MP4Finisher.finish(path: path)
+                XCTAssertTrue(r.alreadyFinished || r.samples > 0, "\(name): \(r)")
                 continue
             }
             do {
@@ -69,6 +89,9 @@ final class MediaFuzzReplayTests: XCTestCase {
                 XCTAssertTrue(text.hasPrefix("cannot finish \(path): "), text)
                 XCTAssertTrue(text.hasSuffix("(the file is damaged; it is left as it was)"), text)
                 XCTAssertTrue(text.contains(" at offset "), "\(name): the box and its offset: \(text)")
+                XCTAssertEqual(error.kind, .damaged, "\(name): \(error)")
+                XCTAssertNotNil(error.box, "\(name): \(error)")
+                XCTAssertNotNil(error.offset, "\(name): \(error)")
             }
             XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), bytes, "\(name) was changed")
         }
@@ -80,6 +103,8 @@ final class MediaFuzzReplayTests: XCTestCase {
         try Data(contentsOf: URL(fileURLWithPath: Self.corpora + "/finish/issue-24-bytes-free-size-2p63")).write(to: URL(fileURLWithPath: path))
         defer { unlink(path) }
         XCTAssertThrowsError(try MP4Finisher.finish(path: path)) {
+            XCTAssertEqual(($0 as? MP4FinishError)?.box, "free")
+            XCTAssertEqual(($0 as? MP4FinishError)?.offset, 8)
             XCTAssertEqual("\($0)", "cannot finish \(path): free at offset 8 claims 9223372036854775807 bytes but the file ends 16 bytes after its start (the file is damaged; it is left as it was)")
         }
     }

@@ -109,9 +109,13 @@ final class MP4FinisherTests: XCTestCase {
         d.removeSubrange(ftypSize..<(ftypSize + 16))        // the old layout: ftyp, moov, fragments
         try d.write(to: URL(fileURLWithPath: path))
         XCTAssertThrowsError(try MP4Finisher.finish(path: path)) {
-            let m = ($0 as? MediaError)?.message ?? ""
-            XCTAssertTrue(m.contains("no 16-byte placeholder box after ftyp"), m)
-            XCTAssertTrue(m.contains("it stays a fragmented MP4"), m)
+            let e = $0 as? MP4FinishError
+            XCTAssertEqual(e?.kind, .unsupported)
+            XCTAssertEqual(e?.box, "moov")
+            XCTAssertEqual(e?.offset, Int64(ftypSize))
+            let m = e?.description ?? "\($0)"
+            XCTAssertTrue(m.contains("is not the 16-byte placeholder box Reel writes after ftyp"), m)
+            XCTAssertTrue(m.hasSuffix("(it is left as it was)"), m)
         }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), d)
     }
@@ -313,7 +317,7 @@ final class MP4FinisherTests: XCTestCase {
         let (r2, c2) = try damaged(2)
         XCTAssertEqual(r2.chapters, 2)
         guard r2.warnings.count == 1 else { return XCTFail("\(r2.warnings)") }
-        XCTAssertTrue(r2.warnings[0].contains("skipped the take marker at \(w.takeMarkers[1].fileOffset)") && r2.warnings[0].contains("version 9"), r2.warnings[0])
+        XCTAssertTrue(r2.warnings[0].contains("skipped the take marker at offset \(w.takeMarkers[1].fileOffset)") && r2.warnings[0].contains("version 9"), r2.warnings[0])
         XCTAssertEqual(c2, [Chapter(start: 0, end: 270_000, title: "Take 1"), Chapter(start: 270_000, end: 360_000, title: "Take 3")])
         let (r1, c1) = try damaged(1)
         XCTAssertEqual(r1.warnings.count, 1)

@@ -95,7 +95,7 @@ let package = Package(
         .target(name: "ReelFuzz", dependencies: ["ReelControl", "ReelConfig", "ReelMedia"], path: "Sources/ReelFuzz"),
         .executableTarget(name: "fuzz-request", dependencies: ["ReelFuzz"], path: "Sources/fuzz-request"),
         .executableTarget(name: "fuzz-config", dependencies: ["ReelFuzz"], path: "Sources/fuzz-config"),
-        .executableTarget(name: "fuzz-finish", dependencies: ["ReelFuzz"], path: "Sources/fuzz-finish"),
+        .executableTarget(name: "fuzz-finish", dependencies: ["ReelFuzz", "ReelMedia"], path: "Sources/fuzz-finish"),
         .executableTarget(name: "fuzz-marker", dependencies: ["ReelFuzz"], path: "Sources/fuzz-marker"),
         .executableTarget(name: "fuzz-boxes", dependencies: ["ReelFuzz"], path: "Sources/fuzz-boxes"),
 

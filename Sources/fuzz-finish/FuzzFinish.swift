@@ -1,5 +1,6 @@
 import Foundation
 import ReelFuzz
+import ReelMedia
 
 #if FUZZING
 /// libFuzzer's entry point (`make fuzz` builds with -sanitize=fuzzer; libFuzzer provides main).
@@ -26,6 +27,18 @@ enum ReplayFinish {
                 print("\(file): \(FuzzChecks.explainFinish(Array(data), name: "explain.mp4.part"))")
             }
             exit(0)
+        }
+        // --finish FILE: finishes FILE itself, in place, as reeld does (docs/RELIABILITY.md measures
+        // the finisher's time and memory on a long recording with it).
+        if CommandLine.arguments.dropFirst().first == "--finish", CommandLine.arguments.count == 3 {
+            do {
+                let r = try MP4Finisher.finish(path: CommandLine.arguments[2])
+                print("\(CommandLine.arguments[2]): \(r.alreadyFinished ? "already finished" : "finished: \(r.fragments) fragments, \(r.samples) samples, \(r.chapters) chapters, a \(r.moovBytes)-byte moov")")
+                exit(0)
+            } catch {
+                print(error)
+                exit(1)
+            }
         }
         exit(FuzzChecks.replayMain(FuzzChecks.finish, corpus: "Tests/fuzz/finish"))
     }

@@ -190,7 +190,7 @@ public struct MP4BoxHeader: Sendable, Equatable {
             guard be64(head, 8) <= UInt64(Int64.max) else { return .damaged("has a 64-bit size of \(be64(head, 8))") }
         }
         guard var h = MP4BoxHeader(head) else { return .cutShort(nil) }
-        if h.size == 0 { h.size = fileSize - offset }
+        if h.size == 0 && h.headerLength == 8 { h.size = fileSize - offset }   // a 64-bit size of 0 is not "to the end"
         guard h.size >= Int64(h.headerLength) else {
             return .damaged("has a size of \(h.size), less than its \(h.headerLength)-byte header")
         }
@@ -287,7 +287,7 @@ private struct Run {
 
         // (a) parse: the first moov, then complete moof/mdat pairs (each moof read as its mdat
         // arrives, so one is in memory at a time); what lies past the last of them must be what a
-        // crash or an interrupted run leaves (checked in `tail`), and is cut off at (b).
+        // crash or an interrupted run leaves (checked as the walk goes), and is cut off at (b).
         var offset = place + 16
         var movie: Movie? = nil
         var pendingMoof: (offset: Int64, bytes: [UInt8])? = nil
@@ -359,7 +359,6 @@ private struct Run {
         result.chapters = built.chapters
         result.warnings += built.warnings
         // The chapter titles (if any) go first, then the moov: both after the last fragment.
-        let tail = built.chapterText + built.moov
         result.moovOffset = dataEnd + Int64(built.chapterText.count)
         result.moovBytes = built.moov.count
         if stop(.parse, stopAfter) { result.lastStep = .parse; return result }
@@ -369,7 +368,8 @@ private struct Run {
             throw MP4FinishError(.system(errno), path: path, problem: "cutting it back to its last complete fragment (\(dataEnd) bytes)")
         }
         do throws(MP4FinishError) {
-            try write(tail, at: dataEnd)
+            try write(built.chapterText, at: dataEnd)
+            try write(built.moov, at: result.moovOffset)
             try sync(.moov)
         } catch {
             // A moov written in part (a full disk) would be a box cut short at the end: cut it off.
@@ -411,6 +411,31 @@ private func box(_ type: String, _ body: [UInt8]) -> [UInt8] {
 }
 private func fullBox(_ type: String, version: UInt8, flags: UInt32 = 0, _ body: [UInt8]) -> [UInt8] {
     box(type, [version, UInt8(flags >> 16 & 0xff), UInt8(flags >> 8 & 0xff), UInt8(flags & 0xff)] + body)
+}
+
+extension Array where Element == UInt8 {
+    /// Appends a box (a full box with `version`) whose body `fill` appends in place, then writes its
+    /// size in front: the new moov's tables are built once, in the moov, never copied into each
+    /// parent box in turn. Past 4 GiB the size is a 64-bit one (8 bytes moved in, rare).
+    fileprivate mutating func appendBox<E: Error>(_ type: String, version: UInt8? = nil, flags: UInt32 = 0,
+                                                  _ fill: (inout [UInt8]) throws(E) -> Void) throws(E) {
+        let start = count
+        append(contentsOf: [0, 0, 0, 0])
+        append(contentsOf: type.utf8)
+        if let version { append(contentsOf: [version, UInt8(flags >> 16 & 0xff), UInt8(flags >> 8 & 0xff), UInt8(flags & 0xff)]) }
+        try fill(&self)
+        var size = UInt64(count - start)
+        if size > UInt64(UInt32.max) {
+            size += 8
+            var wide: [UInt8] = []
+            put64(&wide, size)
+            insert(contentsOf: wide, at: start + 8)
+            self[start + 3] = 1
+            return
+        }
+        self[start] = UInt8(size >> 24); self[start + 1] = UInt8(size >> 16 & 0xff)
+        self[start + 2] = UInt8(size >> 8 & 0xff); self[start + 3] = UInt8(size & 0xff)
+    }
 }
 
 /// A box inside a byte array: its type, the whole box and its body (after the header).
@@ -798,40 +823,48 @@ extension Movie {
             }
         }
 
-        // The new moov: mvhd, the tracks, everything else the first one had but mvex.
-        var trakBoxes: [[UInt8]] = []
-        var movieDuration: Int64 = 0
+        // The new moov: mvhd, the tracks, everything else the first one had but mvex; built in one
+        // array reserved at its size (its tables are most of it), so it is never copied.
+        var durations: [(edits: [(duration: Int64, mediaTime: Int64, rate: UInt32)]?, track: Int64)] = []
+        for t in tracks { durations.append(try trackDuration(t)) }
+        let movieDuration = durations.map(\.track).max() ?? 0
+        var estimate = m.b.count + 4096 + (chapterTrak?.count ?? 0) + (chpl?.count ?? 0)
         for t in tracks {
-            let (trak, duration) = try buildTrak(t, chapterTrack: chapterTrak != nil && t === clockTrack ? chapterID : nil)
-            trakBoxes.append(trak)
-            movieDuration = max(movieDuration, duration)
+            estimate += 4 * t.sizes.count + 8 * (t.durations.runs.count + t.ctos.runs.count) + 12 * t.chunks.count + 256
+            if t.sync.contains(where: { !$0 }) { estimate += 4 * t.sync.runs.reduce(0) { $0 + ($1.value ? Int($1.count) : 0) } }
         }
-        var body: [UInt8] = []
+        var moov: [UInt8] = []
+        moov.reserveCapacity(estimate)
         var nextTrak = 0
         let lastTrak = kids.lastIndex { $0.type == "trak" }
-        for (i, k) in kids.enumerated() {
-            switch k.type {
-            case "mvhd":
-                var h = try timeHeader(k, duration: movieDuration, track: false)
-                if chapterTrak != nil {
-                    // next_track_ID, the mvhd's field after 80 bytes of rate, volume, matrix and pre_defined.
-                    let n = 8 + (h[8] == 1 ? 108 : 96)
-                    let next = max(be32(h, n), chapterID + 1)
-                    h.replaceSubrange(n..<(n + 4), with: [UInt8(next >> 24), UInt8(next >> 16 & 0xff), UInt8(next >> 8 & 0xff), UInt8(next & 0xff)])
+        try moov.appendBox("moov") { (body: inout [UInt8]) throws(Damaged) in
+            for (i, k) in kids.enumerated() {
+                switch k.type {
+                case "mvhd":
+                    var h = try timeHeader(k, duration: movieDuration, track: false)
+                    if chapterTrak != nil {
+                        // next_track_ID, the mvhd's field after 80 bytes of rate, volume, matrix and pre_defined.
+                        let n = 8 + (h[8] == 1 ? 108 : 96)
+                        let next = max(be32(h, n), chapterID + 1)
+                        h.replaceSubrange(n..<(n + 4), with: [UInt8(next >> 24), UInt8(next >> 16 & 0xff), UInt8(next >> 8 & 0xff), UInt8(next & 0xff)])
+                    }
+                    body += h
+                case "trak":
+                    let t = tracks[nextTrak]
+                    try buildTrak(into: &body, t, edits: durations[nextTrak].edits, trackDuration: durations[nextTrak].track,
+                                  chapterTrack: chapterTrak != nil && t === clockTrack ? chapterID : nil)
+                    nextTrak += 1
+                    if i == lastTrak, let c = chapterTrak { body += c }
+                case "mvex": continue
+                case "udta" where chpl != nil:
+                    body += box("udta", try m.children(k).filter { $0.type != "chpl" }.flatMap { m.b[$0.whole] } + chpl!)
+                    chpl = nil
+                default: body += m.b[k.whole]
                 }
-                body += h
-            case "trak":
-                body += trakBoxes[nextTrak]; nextTrak += 1
-                if i == lastTrak, let c = chapterTrak { body += c }
-            case "mvex": continue
-            case "udta" where chpl != nil:
-                body += box("udta", try m.children(k).filter { $0.type != "chpl" }.flatMap { m.b[$0.whole] } + chpl!)
-                chpl = nil
-            default: body += m.b[k.whole]
             }
+            if let chpl { body += box("udta", chpl) }
         }
-        if let chpl { body += box("udta", chpl) }
-        built.moov = box("moov", body)
+        built.moov = moov
         return built
     }
 
@@ -973,8 +1006,8 @@ extension Movie {
         return fullBox(b.type, version: wide ? 1 : 0, flags: flags, body)
     }
 
-    /// `chapterTrack`: the chapter track's id, referenced from this track (`tref/chap`).
-    private func buildTrak(_ t: Track, chapterTrack: UInt32?) throws(Damaged) -> ([UInt8], Int64) {
+    /// The track's edits and duration in the movie timescale, as the new moov has them.
+    private func trackDuration(_ t: Track) throws(Damaged) -> (edits: [(duration: Int64, mediaTime: Int64, rate: UInt32)]?, track: Int64) {
         let mediaDuration = t.dtsEnd
         // The edit list: empty edits as they were; the media edit now lasts to the end of the
         // presentation (libavformat wrote 0 in the fragmented moov). Rounded up: never cuts a sample.
@@ -996,6 +1029,12 @@ extension Movie {
             }
             trackDuration = total
         }
+        return (edits, trackDuration)
+    }
+
+    /// `chapterTrack`: the chapter track's id, referenced from this track (`tref/chap`).
+    private func buildTrak(into out: inout [UInt8], _ t: Track, edits: [(duration: Int64, mediaTime: Int64, rate: UInt32)]?,
+                           trackDuration: Int64, chapterTrack: UInt32?) throws(Damaged) {
         var kids = try m.children(t.trak)
         var chap: [UInt8] = []
         if let id = chapterTrack { put32(&chap, id); chap = box("chap", chap) }
@@ -1004,99 +1043,99 @@ extension Movie {
         let others = try oldTref.map { (tref) throws(Damaged) in try m.children(tref).filter { $0.type != "chap" }.flatMap { m.b[$0.whole] } } ?? []
         if !chap.isEmpty { kids.removeAll { $0.type == "tref" } }
         let trefAfter = kids.lastIndex { $0.type == "edts" } ?? kids.firstIndex { $0.type == "tkhd" }
-        var body: [UInt8] = []
-        for (i, k) in kids.enumerated() {
-            switch k.type {
-            case "tkhd": body += try timeHeader(k, duration: trackDuration, track: true)
-            case "edts":
-                if let e = edits {
-                    let wide = e.contains { $0.duration > Int64(UInt32.max) || $0.mediaTime > Int64(Int32.max) }
-                    var b: [UInt8] = []
-                    put32(&b, UInt32(e.count))
-                    for x in e {
-                        if wide { put64(&b, UInt64(x.duration)); put64(&b, UInt64(bitPattern: x.mediaTime)) }
-                        else { put32(&b, UInt32(x.duration)); put32(&b, UInt32(bitPattern: Int32(x.mediaTime))) }
-                        put32(&b, x.rate)
-                    }
-                    body += box("edts", fullBox("elst", version: wide ? 1 : 0, b))
-                } else { body += m.b[k.whole] }
-            case "mdia": body += try buildMdia(k, t, mediaDuration: mediaDuration)
-            default: body += m.b[k.whole]
+        try out.appendBox("trak") { (body: inout [UInt8]) throws(Damaged) in
+            for (i, k) in kids.enumerated() {
+                switch k.type {
+                case "tkhd": body += try timeHeader(k, duration: trackDuration, track: true)
+                case "edts":
+                    if let e = edits {
+                        let wide = e.contains { $0.duration > Int64(UInt32.max) || $0.mediaTime > Int64(Int32.max) }
+                        var b: [UInt8] = []
+                        put32(&b, UInt32(e.count))
+                        for x in e {
+                            if wide { put64(&b, UInt64(x.duration)); put64(&b, UInt64(bitPattern: x.mediaTime)) }
+                            else { put32(&b, UInt32(x.duration)); put32(&b, UInt32(bitPattern: Int32(x.mediaTime))) }
+                            put32(&b, x.rate)
+                        }
+                        body += box("edts", fullBox("elst", version: wide ? 1 : 0, b))
+                    } else { body += m.b[k.whole] }
+                case "mdia": try buildMdia(into: &body, k, t, mediaDuration: t.dtsEnd)
+                default: body += m.b[k.whole]
+                }
+                if !chap.isEmpty, i == trefAfter { body += box("tref", others + chap) }
             }
-            if !chap.isEmpty, i == trefAfter { body += box("tref", others + chap) }
         }
-        return (box("trak", body), trackDuration)
     }
 
-    private func buildMdia(_ mdia: Box, _ t: Track, mediaDuration: Int64) throws(Damaged) -> [UInt8] {
-        var body: [UInt8] = []
-        for k in try m.children(mdia) {
-            switch k.type {
-            case "mdhd": body += try timeHeader(k, duration: mediaDuration, track: false)
-            case "minf":
-                var minf: [UInt8] = []
-                for c in try m.children(k) {
-                    if c.type == "stbl" {
-                        let stsd = try m.required("stsd", in: c)
-                        minf += box("stbl", Array(m.b[stsd.whole]) + sampleTables(t))
-                    } else { minf += m.b[c.whole] }
+    private func buildMdia(into out: inout [UInt8], _ mdia: Box, _ t: Track, mediaDuration: Int64) throws(Damaged) {
+        let kids = try m.children(mdia)
+        try out.appendBox("mdia") { (body: inout [UInt8]) throws(Damaged) in
+            for k in kids {
+                switch k.type {
+                case "mdhd": body += try timeHeader(k, duration: mediaDuration, track: false)
+                case "minf":
+                    let parts = try m.children(k)
+                    try body.appendBox("minf") { (minf: inout [UInt8]) throws(Damaged) in
+                        for c in parts {
+                            if c.type == "stbl" {
+                                let stsd = try m.required("stsd", in: c)
+                                minf.appendBox("stbl") { stbl in
+                                    stbl += m.b[stsd.whole]
+                                    sampleTables(into: &stbl, t)
+                                }
+                            } else { minf += m.b[c.whole] }
+                        }
+                    }
+                default: body += m.b[k.whole]
                 }
-                body += box("minf", minf)
-            default: body += m.b[k.whole]
             }
         }
-        return box("mdia", body)
     }
 
     /// stts, ctts (when any sample has a composition offset), stss (when any sample is not a sync
-    /// sample), stsz, stsc, stco or co64. Counts fit 32 bits: a track has at most UInt32.max samples.
-    private func sampleTables(_ t: Track) -> [UInt8] {
-        var out: [UInt8] = []
-        var b: [UInt8] = []
-        put32(&b, UInt32(t.durations.runs.count))
-        for r in t.durations.runs { put32(&b, r.count); put32(&b, r.value) }
-        out += fullBox("stts", version: 0, b)
-
+    /// sample), stsz, stsc, stco or co64, appended to `out`. Counts fit 32 bits: a track has at most
+    /// UInt32.max samples.
+    private func sampleTables(into out: inout [UInt8], _ t: Track) {
+        out.appendBox("stts", version: 0) { b in
+            put32(&b, UInt32(t.durations.runs.count))
+            for r in t.durations.runs { put32(&b, r.count); put32(&b, r.value) }
+        }
         if t.ctos.contains(where: { $0 != 0 }) {
-            let negative = t.ctos.contains { $0 < 0 }
-            b = []; put32(&b, UInt32(t.ctos.runs.count))
-            for r in t.ctos.runs { put32(&b, r.count); put32(&b, UInt32(bitPattern: r.value)) }
-            out += fullBox("ctts", version: negative ? 1 : 0, b)
+            out.appendBox("ctts", version: t.ctos.contains { $0 < 0 } ? 1 : 0) { b in
+                put32(&b, UInt32(t.ctos.runs.count))
+                for r in t.ctos.runs { put32(&b, r.count); put32(&b, UInt32(bitPattern: r.value)) }
+            }
         }
         if t.sync.contains(where: { !$0 }) {
-            var numbers: [UInt32] = []
-            var n: UInt32 = 0
-            for r in t.sync.runs {
-                if r.value { for k in 1...r.count { numbers.append(n + k) } }
-                n += r.count
+            out.appendBox("stss", version: 0) { b in
+                put32(&b, UInt32(t.sync.runs.reduce(0) { $0 + ($1.value ? Int($1.count) : 0) }))
+                var n: UInt32 = 0
+                for r in t.sync.runs {
+                    if r.value { for k in 1...r.count { put32(&b, n + k) } }
+                    n += r.count
+                }
             }
-            b = []; put32(&b, UInt32(numbers.count))
-            for s in numbers { put32(&b, s) }
-            out += fullBox("stss", version: 0, b)
         }
-
-        b = []
-        if let first = t.sizes.first, t.sizes.allSatisfy({ $0 == first }) {
-            put32(&b, first); put32(&b, UInt32(t.sizes.count))
-        } else {
-            b.reserveCapacity(8 + 4 * t.sizes.count)
-            put32(&b, 0); put32(&b, UInt32(t.sizes.count))
-            for s in t.sizes { put32(&b, s) }
+        out.appendBox("stsz", version: 0) { b in
+            if let first = t.sizes.first, t.sizes.allSatisfy({ $0 == first }) {
+                put32(&b, first); put32(&b, UInt32(t.sizes.count))
+            } else {
+                put32(&b, 0); put32(&b, UInt32(t.sizes.count))
+                for s in t.sizes { put32(&b, s) }
+            }
         }
-        out += fullBox("stsz", version: 0, b)
-
         var stsc: [(first: UInt32, count: UInt32, sdi: UInt32)] = []
         for (i, c) in t.chunks.enumerated() where stsc.last.map({ $0.count != c.count || $0.sdi != c.sdi }) ?? true {
             stsc.append((UInt32(i + 1), c.count, c.sdi))
         }
-        b = []; put32(&b, UInt32(stsc.count))
-        for e in stsc { put32(&b, e.first); put32(&b, e.count); put32(&b, e.sdi) }
-        out += fullBox("stsc", version: 0, b)
-
+        out.appendBox("stsc", version: 0) { b in
+            put32(&b, UInt32(stsc.count))
+            for e in stsc { put32(&b, e.first); put32(&b, e.count); put32(&b, e.sdi) }
+        }
         let wide = t.chunks.contains { $0.offset > Int64(UInt32.max) }
-        b = []; put32(&b, UInt32(t.chunks.count))
-        for c in t.chunks { if wide { put64(&b, UInt64(c.offset)) } else { put32(&b, UInt32(c.offset)) } }
-        out += fullBox(wide ? "co64" : "stco", version: 0, b)
-        return out
+        out.appendBox(wide ? "co64" : "stco", version: 0) { b in
+            put32(&b, UInt32(t.chunks.count))
+            for c in t.chunks { if wide { put64(&b, UInt64(c.offset)) } else { put32(&b, UInt32(c.offset)) } }
+        }
     }
 }

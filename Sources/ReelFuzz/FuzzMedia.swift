@@ -41,7 +41,10 @@ extension FuzzChecks {
             var problems: [String] = []
             if case .system = error.kind { problems.append("a system error on a scratch file: \(error)") }
             if read(path) != input { problems.append("refused (\(error)) but changed the file") }
-            if !error.description.hasPrefix("cannot finish \(path): ") { problems.append("the error does not name the file: \(error)") }
+            if !error.description.utf8.starts(with: "cannot finish \(path): ".utf8) { problems.append("the error does not name the file: \(error)") }
+            if error.description.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value > 0x7e }) && !path.unicodeScalars.contains(where: { $0.value > 0x7e }) {
+                problems.append("the error holds bytes that are not printable ASCII: \(error.description.debugDescription)")
+            }
             if error.kind == .damaged, error.box == nil || error.offset == nil { problems.append("damage without its box and offset: \(error)") }
             return problems
         }
@@ -120,7 +123,10 @@ extension FuzzChecks {
         let left = UInt64(f.count - o)
         func be(_ at: Int, _ n: Int) -> UInt64 { f[at..<(at + n)].reduce(0) { $0 << 8 | UInt64($1) } }
         guard left >= 8 else { return "cut" }
-        let type = String(decoding: f[(o + 4)..<(o + 8)], as: UTF8.self)
+        // The type as the finisher shows it: printable ASCII but the backslash, the rest as \xHH.
+        let type = f[(o + 4)..<(o + 8)].map { c in
+            (0x20...0x7e).contains(c) && c != 0x5c ? String(UnicodeScalar(c)) : String(format: "\\x%02x", c)
+        }.joined()
         var size = be(o, 4), header: UInt64 = 8
         if size == 1 {
             guard left >= 16 else { return "cut" }

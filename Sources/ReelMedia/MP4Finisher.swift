@@ -397,7 +397,20 @@ private func be32(_ b: [UInt8], _ o: Int) -> UInt32 {
     UInt32(b[o]) << 24 | UInt32(b[o + 1]) << 16 | UInt32(b[o + 2]) << 8 | UInt32(b[o + 3])
 }
 private func be64(_ b: [UInt8], _ o: Int) -> UInt64 { UInt64(be32(b, o)) << 32 | UInt64(be32(b, o + 4)) }
-private func readFourCC(_ b: [UInt8], _ o: Int) -> String { String(decoding: b[o..<(o + 4)], as: UTF8.self) }
+/// A box type as text: printable ASCII as it is, any other byte as \xHH (a damaged type must not
+/// put control characters or combining marks into a message or a log line).
+private func readFourCC(_ b: [UInt8], _ o: Int) -> String {
+    var s = ""
+    for c in b[o..<(o + 4)] {
+        if (0x20...0x7e).contains(c) && c != UInt8(ascii: "\\") { s.unicodeScalars.append(Unicode.Scalar(c)) }
+        else { s += "\\x" + String(c, radix: 16, uppercase: false).leftPadded(to: 2) }
+    }
+    return s
+}
+
+private extension String {
+    func leftPadded(to n: Int) -> String { count >= n ? self : String(repeating: "0", count: n - count) + self }
+}
 private func put32(_ b: inout [UInt8], _ v: UInt32) { b += [UInt8(v >> 24), UInt8(v >> 16 & 0xff), UInt8(v >> 8 & 0xff), UInt8(v & 0xff)] }
 private func put64(_ b: inout [UInt8], _ v: UInt64) { put32(&b, UInt32(v >> 32)); put32(&b, UInt32(v & 0xffff_ffff)) }
 /// A box; past 4 GiB with a 64-bit size (a moov that large is allowed by the format).

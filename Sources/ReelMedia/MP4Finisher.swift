@@ -54,6 +54,13 @@ public enum MP4Finisher {
     public static let maxMoovBytes: Int64 = 64 << 20
     public static let maxMoofBytes: Int64 = 64 << 20
 
+    /// The memory the finisher may use for one file's sample tables and new moov (estimated as it
+    /// reads the fragments, from what it holds): a file that would need more is refused before it
+    /// takes more (`.unsupported`, left as it was: a fragmented MP4 plays). 384 MiB is half of the
+    /// unit's MemoryMax= and, at about 12 bytes per sample, holds some 30 M samples: about four
+    /// days at 30 fps with 48 kHz AAC (docs/RELIABILITY.md has the figures).
+    public static let defaultMemoryBudget = 384 << 20
+
     public struct Result: Sendable, Equatable {
         /// The file was already finished (its placeholder says mdat): nothing was written.
         public var alreadyFinished = false
@@ -76,13 +83,13 @@ public enum MP4Finisher {
     /// byte for byte as it was; `.system` when a read, write or sync failed (a failed write leaves
     /// the file cut back to its last complete fragment, which plays).
     @discardableResult
-    public static func finish(path: String, stopAfter: Step? = nil) throws(MP4FinishError) -> Result {
+    public static func finish(path: String, stopAfter: Step? = nil, memoryBudget: Int = defaultMemoryBudget) throws(MP4FinishError) -> Result {
         let fd = Sys.eintrSafe { open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW) }
         guard fd >= 0 else {
             throw MP4FinishError(.system(errno), path: path, problem: "cannot open it")
         }
         defer { close(fd) }
-        return try Run(fd: fd, path: path).go(stopAfter: stopAfter)
+        return try Run(fd: fd, path: path, memoryBudget: memoryBudget).go(stopAfter: stopAfter)
     }
 
     /// `REEL_TEST_FINISH_STOP_AFTER=parse|moov|mdat` (test-only): the process ends with _exit(99)
@@ -205,6 +212,7 @@ private struct Run {
     typealias Step = MP4Finisher.Step
     let fd: Int32
     let path: String
+    let memoryBudget: Int
 
     func damaged(_ box: String?, _ offset: Int64?, _ what: String) -> MP4FinishError {
         MP4FinishError(.damaged, path: path, box: box, offset: offset, problem: what)
@@ -314,7 +322,7 @@ private struct Run {
             switch h.type {
             case "moov" where movie == nil:
                 guard h.size <= MP4Finisher.maxMoovBytes else { throw damaged("moov", offset, "is \(h.size) bytes (Reel's is a few kB; at most \(MP4Finisher.maxMoovBytes))") }
-                movie = try parseMovie(Bytes(b: try read(offset, Int(h.size)), base: offset))
+                movie = try parseMovie(Bytes(b: try read(offset, Int(h.size)), base: offset), memoryBudget: memoryBudget)
                 dataEnd = end
             case "moov":
                 // An interrupted run's new moov: the last box, rebuilt below.
@@ -463,7 +471,11 @@ private struct Damaged: Error {
     let box: String
     let offset: Int64
     let what: String
-    func error(_ path: String) -> MP4FinishError { MP4FinishError(.damaged, path: path, box: box, offset: offset, problem: what) }
+    /// Not damage: the file is too long to finish within the memory budget.
+    var tooLong = false
+    func error(_ path: String) -> MP4FinishError {
+        MP4FinishError(tooLong ? .unsupported : .damaged, path: path, box: box, offset: offset, problem: what)
+    }
 }
 
 /// A box read into memory (the moov, one moof) and its offset in the file. Every field is read
@@ -551,6 +563,9 @@ private func scaled(_ value: Int64, _ num: Int64, _ den: Int64, rounding: Roundi
     return q <= UInt64(Int64.max) ? Int64(q) : nil
 }
 
+/// Bytes as MiB, or KiB below one MiB.
+private func amount(_ bytes: Int) -> String { bytes >= 1 << 20 ? "\((bytes + (1 << 20) - 1) >> 20) MiB" : "\((bytes + 1023) >> 10) KiB" }
+
 /// `a + b`, nil on overflow.
 private func sum(_ a: Int64, _ b: Int64) -> Int64? {
     let (s, o) = a.addingReportingOverflow(b)
@@ -605,18 +620,30 @@ private final class Movie {
     let kids: [Box]
     let movieTimescale: UInt32
     let tracks: [Track]
+    let memoryBudget: Int
 
-    init(m: Bytes, moov: Box, kids: [Box], movieTimescale: UInt32, tracks: [Track]) {
+    init(m: Bytes, moov: Box, kids: [Box], movieTimescale: UInt32, tracks: [Track], memoryBudget: Int) {
         self.m = m; self.moov = moov; self.kids = kids; self.movieTimescale = movieTimescale; self.tracks = tracks
+        self.memoryBudget = memoryBudget
+    }
+
+    /// What the tables take now (their capacity) and the new moov will take: checked against
+    /// `memoryBudget` after each trun, so a file too long to finish in memory is refused early.
+    var memoryEstimate: Int {
+        tracks.reduce(m.b.count) { total, t in
+            total + 4 * t.sizes.capacity + 8 * (t.durations.runs.capacity + t.ctos.runs.capacity + t.sync.runs.capacity)
+                + 16 * t.chunks.capacity
+                + 4 * t.sizes.count + 8 * (t.durations.runs.count + t.ctos.runs.count) + 12 * t.chunks.count   // the moov
+        }
     }
 }
 
 extension Run {
-    func parseMovie(_ m: Bytes) throws(MP4FinishError) -> Movie {
-        do { return try parseMovieOrThrow(m) } catch { throw error.error(path) }
+    func parseMovie(_ m: Bytes, memoryBudget: Int) throws(MP4FinishError) -> Movie {
+        do { return try parseMovieOrThrow(m, memoryBudget: memoryBudget) } catch { throw error.error(path) }
     }
 
-    private func parseMovieOrThrow(_ m: Bytes) throws(Damaged) -> Movie {
+    private func parseMovieOrThrow(_ m: Bytes, memoryBudget: Int) throws(Damaged) -> Movie {
         let top = try m.children(m.whole)
         guard top.count == 1, top[0].type == "moov" else { throw Damaged(box: "moov", offset: m.base, what: "cannot be read as one box") }
         let kids = try m.children(top[0])
@@ -683,7 +710,7 @@ extension Run {
                 t.trex = d
             }
         }
-        return Movie(m: m, moov: top[0], kids: kids, movieTimescale: movieTimescale, tracks: tracks)
+        return Movie(m: m, moov: top[0], kids: kids, movieTimescale: movieTimescale, tracks: tracks, memoryBudget: memoryBudget)
     }
 }
 
@@ -794,6 +821,11 @@ extension Movie {
                     next += Int64(size)
                 }
                 t.chunks.append((chunkStart, count, sdi))
+                let estimate = memoryEstimate
+                guard estimate <= memoryBudget else {
+                    let samples = tracks.reduce(0) { $0 + $1.sizes.count }
+                    throw Damaged(box: "moof", offset: moofOffset, what: "brings the recording to \(samples) samples, which need about \(amount(estimate)) to finish, more than the finisher's \(amount(memoryBudget)) (a recording this long stays a fragmented MP4, which plays; cap recordings with max_duration)", tooLong: true)
+                }
             }
             previousTrafEnd = next
         }

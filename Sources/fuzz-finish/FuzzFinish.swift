@@ -30,9 +30,11 @@ enum ReplayFinish {
         }
         // --finish FILE: finishes FILE itself, in place, as reeld does (docs/RELIABILITY.md measures
         // the finisher's time and memory on a long recording with it).
-        if CommandLine.arguments.dropFirst().first == "--finish", CommandLine.arguments.count == 3 {
+        // --finish FILE MIB: with a memory budget of MIB MiB instead of the default.
+        if CommandLine.arguments.dropFirst().first == "--finish", (3...4).contains(CommandLine.arguments.count) {
+            let budget = CommandLine.arguments.count == 4 ? (Int(CommandLine.arguments[3]) ?? 0) << 20 : MP4Finisher.defaultMemoryBudget
             do {
-                let r = try MP4Finisher.finish(path: CommandLine.arguments[2])
+                let r = try MP4Finisher.finish(path: CommandLine.arguments[2], memoryBudget: budget)
                 print("\(CommandLine.arguments[2]): \(r.alreadyFinished ? "already finished" : "finished: \(r.fragments) fragments, \(r.samples) samples, \(r.chapters) chapters, a \(r.moovBytes)-byte moov")")
                 exit(0)
             } catch {

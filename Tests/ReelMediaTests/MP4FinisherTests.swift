@@ -100,6 +100,22 @@ final class MP4FinisherTests: XCTestCase {
         }
     }
 
+    /// A file whose tables would take more than the memory budget is refused as soon as the
+    /// fragments read so far need more, before the finisher takes more, and left as it was.
+    func testFileOverTheMemoryBudgetIsRefusedAndLeftAsItWas() throws {
+        let path = tempPath("budget.mp4")
+        try writeTestFile(path: path, fps: Rational(30), rate: 48000, channels: 1, seconds: 3)
+        let original = try Data(contentsOf: URL(fileURLWithPath: path))
+        XCTAssertThrowsError(try MP4Finisher.finish(path: path, memoryBudget: 4 << 10)) {
+            let e = $0 as? MP4FinishError
+            XCTAssertEqual(e?.kind, .unsupported, "\($0)")
+            XCTAssertEqual(e?.box, "moof", "\($0)")
+            XCTAssertTrue("\($0)".contains("more than the finisher's 4 KiB"), "\($0)")
+        }
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), original)
+        XCTAssertGreaterThan(try MP4Finisher.finish(path: path).samples, 100, "the default budget holds it")
+    }
+
     /// A file written before the placeholder existed is left exactly as it was, with a clear error.
     func testFileWithoutPlaceholderIsLeftAlone() throws {
         let path = tempPath("old.mp4")

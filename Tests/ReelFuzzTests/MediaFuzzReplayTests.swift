@@ -64,8 +64,9 @@ final class MediaFuzzReplayTests: XCTestCase {
         try replay("marker", atLeast: 10, FuzzChecks.marker)
     }
 
-    /// Every hostile file (all but the `seed-` ones, which finish) is refused as damaged with the
-    /// box and its offset named, and left byte for byte as it was.
+    /// Every hostile file (all but the `seed-` ones, which finish, and the `unsupported-` ones, not
+    /// an MP4 at all) is refused as damaged with the box and its offset named, and left byte for
+    /// byte as it was.
     func testHostileFilesAreRefusedNamingTheBoxAndLeftAsTheyWere() throws {
         let files = try FuzzChecks.inputs(at: Self.corpora + "/finish")
         let seeds = files.filter { URL(fileURLWithPath: $0).lastPathComponent.hasPrefix("seed-") }
@@ -79,6 +80,11 @@ final class MediaFuzzReplayTests: XCTestCase {
             if name.hasPrefix("seed-") {
                 let r = try MP4Finisher.finish(path: path)
                 XCTAssertTrue(r.alreadyFinished || r.samples > 0, "\(name): \(r)")
+                continue
+            }
+            if name.hasPrefix("unsupported-") {
+                XCTAssertThrowsError(try MP4Finisher.finish(path: path)) { XCTAssertEqual(($0 as? MP4FinishError)?.kind, .unsupported, "\($0)") }
+                XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), bytes, "\(name) was changed")
                 continue
             }
             do {

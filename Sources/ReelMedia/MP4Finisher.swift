@@ -45,11 +45,11 @@ import ReelSystem
 /// per composition run and 4 per chunk) is built in place in one array. Sample counts cannot exceed
 /// the media bytes present (checked), so all of it is linear in the file's size. Measured on
 /// synthetic recordings with the sample and fragment counts of 720p30 + 48 kHz AAC in 0.5 s
-/// fragments (docs/RELIABILITY.md): one day, 6.6 M samples, a 51.6 MB moov: 18 s of CPU (debug
-/// build), peak RSS 200 MB; three days, 19.9 M samples: 56 s, 505 MB; one week, 46.5 M samples, a
-/// 361 MB moov: 113 s and 1.13 GB without a budget, so the default budget (384 MiB of estimated
-/// tables and moov) refuses it after 3.3 days of it, at 265 MB. Time is one pass over the box
-/// headers and the moofs (a few bytes per sample), never the media.
+/// fragments (docs/RELIABILITY.md, release build, the program's own 44 MB included): one day,
+/// 6.6 M samples, a 51.6 MB moov: 3.2 s of CPU, peak RSS 198 MB; three days, 19.9 M samples: 8.9 s,
+/// 503 MB; one week, 46.5 M samples, a 361 MB moov: 18.7 s and 1.13 GB without a budget, so the
+/// default budget (384 MiB of estimated tables and moov) refuses it after 3.3 days of it, at
+/// 263 MB. Time is one pass over the box headers and the moofs (a few bytes per sample), never the media.
 public enum MP4Finisher {
     public enum Step: String, Sendable, CaseIterable { case parse, moov, mdat }
 
@@ -62,7 +62,7 @@ public enum MP4Finisher {
     /// reads the fragments, from what it holds): a file that would need more is refused before it
     /// takes more (`.unsupported`, left as it was: a fragmented MP4 plays). 384 MiB is half of the
     /// 768 MiB MemoryMax= issue 22 gives reeld.service; it holds about 22 M samples, 3.3 days at
-    /// 30 fps with 48 kHz AAC; three days finished at a peak RSS of 505 MB, the program's own 45 MB
+    /// 30 fps with 48 kHz AAC; three days finished at a peak RSS of 503 MB, the program's own 44 MB
     /// included (docs/RELIABILITY.md).
     public static let defaultMemoryBudget = 384 << 20
 

@@ -119,26 +119,30 @@ bench: build
 soak: build
 	REEL_BIN_DIR=$(RELEASE_BIN) nice -n -10 $(PYTHON) scripts/soak.py
 
-# Not a test either: libFuzzer with AddressSanitizer on the request parser and the config loader,
+# Not a test either: libFuzzer with AddressSanitizer on the request parser, the config loader, the
+# MP4 finisher (whole .part files), the top-level box walker and the take-marker reader,
 # FUZZ_SECONDS (default 600) each, niced; fails on any crash (scripts/fuzz.sh says where the input
-# is). The sanitizer build lives apart in .build/fuzz; `make test` replays Tests/fuzz/ unsanitized.
+# is). FUZZ_RUNS=N runs N inputs per target instead (the campaign of docs/RELIABILITY.md);
+# FUZZ_TARGETS picks targets. The sanitizer build lives apart in .build/fuzz; `make test` replays Tests/fuzz/ unsanitized.
 # -sanitize-coverage is spelled out: swiftc 6.3 leaves Swift code without coverage counters (the
 # fuzzer runs blind) when -sanitize=fuzzer comes with -sanitize=address.
 FUZZ_SECONDS ?= 600
+FUZZ_RUNS ?=
 FUZZ_BUILD := nice -n 5 $(SWIFT) build --scratch-path $(CURDIR)/.build/fuzz -c release \
               --sanitize=fuzzer --sanitize=address -Xswiftc -DFUZZING \
               -Xswiftc -sanitize-coverage=edge,indirect-calls,trace-cmp,inline-8bit-counters,pc-table
 
+FUZZ_TARGETS ?= request config finish boxes marker
 fuzz-build: deps
-	$(FUZZ_BUILD) --product fuzz-request
-	$(FUZZ_BUILD) --product fuzz-config
+	for t in $(FUZZ_TARGETS); do $(FUZZ_BUILD) --product fuzz-$$t || exit 1; done
 
 # Then the TOML reader against Python's tomllib on every config input the fuzzer kept (the plain
 # build of fuzz-config prints what the reader makes of a file).
 fuzz: fuzz-build
-	FUZZ_SECONDS=$(FUZZ_SECONDS) nice -n 10 scripts/fuzz.sh
-	nice -n 5 $(SWIFT) build --product fuzz-config
-	$(PYTHON) scripts/toml_oracle.py $(CURDIR)/.build/debug/fuzz-config Tests/fuzz/config .build/fuzz/corpus/config
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) nice -n 10 scripts/fuzz.sh $(FUZZ_TARGETS)
+	if [[ " $(FUZZ_TARGETS) " == *" config "* ]]; then \
+	  nice -n 5 $(SWIFT) build --product fuzz-config && \
+	  $(PYTHON) scripts/toml_oracle.py $(CURDIR)/.build/debug/fuzz-config Tests/fuzz/config .build/fuzz/corpus/config; fi
 
 clean:
 	rm -rf .build demo-out

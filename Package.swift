@@ -92,9 +92,12 @@ let package = Package(
 
         // --- Fuzzing (`make fuzz`): the checks, and one libFuzzer entry point per parser; built
         // normally they replay files through the same checks (Tests/fuzz, docs/RELIABILITY.md). ---
-        .target(name: "ReelFuzz", dependencies: ["ReelControl", "ReelConfig"], path: "Sources/ReelFuzz"),
+        .target(name: "ReelFuzz", dependencies: ["ReelControl", "ReelConfig", "ReelMedia"], path: "Sources/ReelFuzz"),
         .executableTarget(name: "fuzz-request", dependencies: ["ReelFuzz"], path: "Sources/fuzz-request"),
         .executableTarget(name: "fuzz-config", dependencies: ["ReelFuzz"], path: "Sources/fuzz-config"),
+        .executableTarget(name: "fuzz-finish", dependencies: ["ReelFuzz", "ReelMedia"], path: "Sources/fuzz-finish"),
+        .executableTarget(name: "fuzz-marker", dependencies: ["ReelFuzz"], path: "Sources/fuzz-marker"),
+        .executableTarget(name: "fuzz-boxes", dependencies: ["ReelFuzz"], path: "Sources/fuzz-boxes"),
 
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"], path: "Tests/ReelCoreTests"),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore", "CFFmpeg", "CX264", "CX264Shim"], path: "Tests/ReelMediaTests"),
@@ -104,7 +107,7 @@ let package = Package(
         .testTarget(name: "ReelServiceTests", dependencies: ["ReelService", "ReelStorage", "ReelPipeline", "ReelMedia", "ReelSystem", "ReelControl", "ReelCore"], path: "Tests/ReelServiceTests"),
         .testTarget(name: "ReelctlTests", dependencies: ["reelctl", "ReelControl", "ReelCore"], path: "Tests/ReelctlTests"),
         .testTarget(name: "ReelVerifyTests", dependencies: ["ReelVerify", "ReelCore"], path: "Tests/ReelVerifyTests"),
-        .testTarget(name: "ReelFuzzTests", dependencies: ["ReelFuzz", "ReelConfig", "ReelControl"], path: "Tests/ReelFuzzTests"),
+        .testTarget(name: "ReelFuzzTests", dependencies: ["ReelFuzz", "ReelConfig", "ReelControl", "ReelMedia"], path: "Tests/ReelFuzzTests"),
     ],
     swiftLanguageModes: [.v6]
 )

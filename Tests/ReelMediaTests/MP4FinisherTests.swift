@@ -75,6 +75,47 @@ final class MP4FinisherTests: XCTestCase {
         assertSamePackets(try packets(path), try packets(fragmented), lastAudioDuration: 1024)
     }
 
+    /// One damaged box in the middle (the second moof's type flipped, or the first mdat saying
+    /// 8 bytes so its media reads as boxes): refused, naming the box and its offset, and the file
+    /// left byte for byte as it was, not cut there nor finished without a fragment.
+    func testDamagedBoxInTheMiddleIsRefusedAndTheFileLeftAsItWas() throws {
+        let path = tempPath("middle.mp4")
+        try writeTestFile(path: path, fps: Rational(30), rate: 48000, channels: 1, seconds: 3)
+        let original = try Data(contentsOf: URL(fileURLWithPath: path))
+        let boxes = try topLevelBoxes(original)
+        let moofs = boxes.filter { $0.type == "moof" }.map(\.offset)
+        let firstMdat = boxes.first { $0.type == "mdat" }!.offset
+        XCTAssertGreaterThan(moofs.count, 3)
+        var renamed = original
+        renamed.replaceSubrange((moofs[1] + 4)..<(moofs[1] + 8), with: Array("moog".utf8))
+        var short = original
+        short.replaceSubrange(firstMdat..<(firstMdat + 4), with: [0, 0, 0, 8])
+        for (name, d, expected) in [("renamed", renamed, "moog at offset \(moofs[1]) "), ("short mdat", short, " at offset ")] {
+            try d.write(to: URL(fileURLWithPath: path))
+            XCTAssertThrowsError(try MP4Finisher.finish(path: path), name) {
+                XCTAssertTrue("\($0)".contains(expected), "\(name): \($0)")
+                XCTAssertTrue("\($0)".hasSuffix("(the file is damaged; it is left as it was)"), "\(name): \($0)")
+            }
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), d, "\(name): the file was changed")
+        }
+    }
+
+    /// A file whose tables would take more than the memory budget is refused as soon as the
+    /// fragments read so far need more, before the finisher takes more, and left as it was.
+    func testFileOverTheMemoryBudgetIsRefusedAndLeftAsItWas() throws {
+        let path = tempPath("budget.mp4")
+        try writeTestFile(path: path, fps: Rational(30), rate: 48000, channels: 1, seconds: 3)
+        let original = try Data(contentsOf: URL(fileURLWithPath: path))
+        XCTAssertThrowsError(try MP4Finisher.finish(path: path, memoryBudget: 4 << 10)) {
+            let e = $0 as? MP4FinishError
+            XCTAssertEqual(e?.kind, .unsupported, "\($0)")
+            XCTAssertEqual(e?.box, "moof", "\($0)")
+            XCTAssertTrue("\($0)".contains("more than the finisher's 4 KiB"), "\($0)")
+        }
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), original)
+        XCTAssertGreaterThan(try MP4Finisher.finish(path: path).samples, 100, "the default budget holds it")
+    }
+
     /// A file written before the placeholder existed is left exactly as it was, with a clear error.
     func testFileWithoutPlaceholderIsLeftAlone() throws {
         let path = tempPath("old.mp4")
@@ -84,9 +125,13 @@ final class MP4FinisherTests: XCTestCase {
         d.removeSubrange(ftypSize..<(ftypSize + 16))        // the old layout: ftyp, moov, fragments
         try d.write(to: URL(fileURLWithPath: path))
         XCTAssertThrowsError(try MP4Finisher.finish(path: path)) {
-            let m = ($0 as? MediaError)?.message ?? ""
-            XCTAssertTrue(m.contains("no 16-byte placeholder box after ftyp"), m)
-            XCTAssertTrue(m.contains("it stays a fragmented MP4"), m)
+            let e = $0 as? MP4FinishError
+            XCTAssertEqual(e?.kind, .unsupported)
+            XCTAssertEqual(e?.box, "moov")
+            XCTAssertEqual(e?.offset, Int64(ftypSize))
+            let m = e?.description ?? "\($0)"
+            XCTAssertTrue(m.contains("is not the 16-byte placeholder box Reel writes after ftyp"), m)
+            XCTAssertTrue(m.hasSuffix("(it is left as it was)"), m)
         }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), d)
     }
@@ -288,7 +333,7 @@ final class MP4FinisherTests: XCTestCase {
         let (r2, c2) = try damaged(2)
         XCTAssertEqual(r2.chapters, 2)
         guard r2.warnings.count == 1 else { return XCTFail("\(r2.warnings)") }
-        XCTAssertTrue(r2.warnings[0].contains("skipped the take marker at \(w.takeMarkers[1].fileOffset)") && r2.warnings[0].contains("version 9"), r2.warnings[0])
+        XCTAssertTrue(r2.warnings[0].contains("skipped the take marker at offset \(w.takeMarkers[1].fileOffset)") && r2.warnings[0].contains("version 9"), r2.warnings[0])
         XCTAssertEqual(c2, [Chapter(start: 0, end: 270_000, title: "Take 1"), Chapter(start: 270_000, end: 360_000, title: "Take 3")])
         let (r1, c1) = try damaged(1)
         XCTAssertEqual(r1.warnings.count, 1)

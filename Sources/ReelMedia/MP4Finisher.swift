@@ -302,6 +302,12 @@ private struct Run {
         // arrives, so one is in memory at a time); what lies past the last of them must be what a
         // crash or an interrupted run leaves (checked as the walk goes), and is cut off at (b).
         var offset = place + 16
+        // Reel's signature (`PartSignature`, every .part since issue 22; one from before has none)
+        // lies between the placeholder and the moov: skipped like the placeholder, nothing else is.
+        let signatureBytes = Int64(PartSignature.box.count)
+        if fileSize - offset >= signatureBytes, PartSignature.version(of: try read(offset, PartSignature.box.count)) != nil {
+            offset += signatureBytes
+        }
         var movie: Movie? = nil
         var pendingMoof: (offset: Int64, bytes: [UInt8])? = nil
         var dataEnd: Int64 = 0

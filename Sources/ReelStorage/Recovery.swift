@@ -121,12 +121,12 @@ extension Storage {
         let result: MP4Finisher.Result
         do {
             result = try MP4Finisher.finish(path: part)
-        } catch let e as MediaError where e.systemError != nil {
+        } catch where error.systemError != nil {
             // The disk, not the file: full, read-only or failing. The file stays a fragmented MP4 (cut
             // back to its complete fragments at most), tried again once the disk is put right.
-            logger.error("cannot recover \(part): \(e.message) (it stays as it is; recovery tries again at the next start)",
+            logger.error("cannot recover \(part): \(error) (it stays as it is; recovery tries again at the next start)",
                          metadata: ["RECORDING": "\(part)"])
-            return .leftAlone(e.message)
+            return .leftAlone(error.description)
         } catch {
             return moveAside(part, why: "\(error)", logger: logger)
         }

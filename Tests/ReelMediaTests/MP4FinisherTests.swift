@@ -122,7 +122,8 @@ final class MP4FinisherTests: XCTestCase {
         try writeTestFile(path: path, fps: Rational(30), rate: 48000, channels: 1, seconds: 2)
         var d = try Data(contentsOf: URL(fileURLWithPath: path))
         let ftypSize = Int(d[0]) << 24 | Int(d[1]) << 16 | Int(d[2]) << 8 | Int(d[3])
-        d.removeSubrange(ftypSize..<(ftypSize + 16))        // the old layout: ftyp, moov, fragments
+        // The old layout: ftyp, moov, fragments (no placeholder, and so no signature after it).
+        d.removeSubrange(ftypSize..<(ftypSize + 16 + PartSignature.box.count))
         try d.write(to: URL(fileURLWithPath: path))
         XCTAssertThrowsError(try MP4Finisher.finish(path: path)) {
             let e = $0 as? MP4FinishError

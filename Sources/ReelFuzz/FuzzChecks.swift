@@ -166,6 +166,17 @@ extension FuzzChecks {
             .filter { !$0.hasPrefix(".") }.map { path + "/" + $0 }
     }
 
+    /// libFuzzer's body for one input, the same in every target: the input copied at once (it is
+    /// valid for this call only), `check` run on it, and a trap naming the problems if it has any
+    /// (libFuzzer then keeps the input as a crash).
+    public static func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int, _ check: ([UInt8]) -> [String]) -> Int32 {
+        // Unsafe pointer: libFuzzer's input, valid for this call only, so it is copied at once.
+        let bytes = size == 0 || data == nil ? [] : Array(UnsafeBufferPointer(start: data, count: size))
+        let problems = check(bytes)
+        if !problems.isEmpty { fatalError(problems.joined(separator: "\n")) }
+        return 0
+    }
+
     /// The non-fuzzing build of `fuzz-request`/`fuzz-config`: runs `check` on every file named
     /// (or in every directory named) and prints each problem; exit status 1 if any, 2 on a usage
     /// or read error.

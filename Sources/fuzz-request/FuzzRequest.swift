@@ -5,11 +5,7 @@ import ReelFuzz
 /// libFuzzer's entry point (`make fuzz` builds with -sanitize=fuzzer; libFuzzer provides main).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRequest(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    // Unsafe pointer: libFuzzer's input, valid for this call only, so it is copied at once.
-    let bytes = size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size))
-    let problems = FuzzChecks.request(bytes)
-    if !problems.isEmpty { fatalError(problems.joined(separator: "\n")) }
-    return 0
+    FuzzChecks.fuzzOne(data, size, FuzzChecks.request)
 }
 #else
 /// Without libFuzzer: replays the files named through the same checks.

@@ -45,10 +45,19 @@ def signal_wav(tmp_path_factory):
     return p
 
 
+# Scenario runs, by name: a scenario that serves several tests boots its VM once.
+_runs = {}
+
+
 @pytest.fixture
 def capture(vm_ready, reel_bin_dir, signal_wav):
-    """capture(name) runs scenario capture-NAME.sh; returns (out dir, scenario + reeld logs)."""
-    return lambda name: run_scenario(name, signal_wav, reel_bin_dir)
+    """capture(name) runs scenario capture-NAME.sh (once per test session: a second test of the
+    same scenario gets the first run's results); returns (out dir, scenario + reeld logs)."""
+    def run(name):
+        if name not in _runs:
+            _runs[name] = run_scenario(name, signal_wav, reel_bin_dir)
+        return _runs[name]
+    return run
 
 
 def run_scenario(name, signal_wav, d, timeout=420):
@@ -223,10 +232,10 @@ def test_record_two_pauses(capture):
 
 
 def test_sigterm_finishes_a_one_shot_recording(capture):
-    """capture-record-signal.sh: SIGTERM 3 s into `reeld record --duration 3600` of the camera and
-    the loopback: reeld record exits 0 within a few seconds (the file finished at the next frame),
-    and the file holds about those 3 s and decodes cleanly."""
-    out, log = capture("capture-record-signal")
+    """capture-record.sh, after the daemon's recording: SIGTERM 3 s into `reeld record --duration
+    3600` of the camera and the loopback: reeld record exits 0 within a few seconds (the file
+    finished at the next frame), and the file holds about those 3 s and decodes cleanly."""
+    out, log = capture("capture-record")
     (t1, t2, rc), = times(out)["sigterm"]
     assert rc == 0, f"reeld record exited {rc}\n{log[-4000:]}"
     assert t2 - t1 < 5, f"reeld record took {t2 - t1:.1f} s to end after SIGTERM\n{log[-4000:]}"

@@ -4,15 +4,6 @@ import XCTest
 /// The join's crossfade against issue 23's measures: a tone's second difference at the join,
 /// a noise's level in 4 ms windows across it, and the equal-power rule itself.
 final class JoinCrossfadeTests: XCTestCase {
-    /// A deterministic generator (the tests must not depend on the system's randomness).
-    struct LCG {
-        var state: UInt64
-        mutating func next() -> UInt64 { state = state &* 6364136223846793005 &+ 1442695040888963407; return state >> 11 }
-        mutating func unit() -> Double { Double(next() % (1 << 52)) / Double(1 << 52) }
-        /// Roughly Gaussian (the sum of four uniforms), mean 0, standard deviation 1.
-        mutating func gauss() -> Double { ((unit() + unit() + unit() + unit()) - 2) * (3.0).squareRoot() }
-    }
-
     func testTheWindowIsFiveMillisecondsInAnEvenNumberOfSamples() {
         XCTAssertEqual(JoinCrossfade(sampleRate: 48000, channels: 1).frames, 240)
         XCTAssertEqual(JoinCrossfade(sampleRate: 44100, channels: 2).frames, 222)  // 220.5 → 221 → even
@@ -73,11 +64,11 @@ final class JoinCrossfadeTests: XCTestCase {
     /// cut lands at any phase; every phase jump is tried, opposite phase included. The hard cut
     /// fails the same measure (the test can fail).
     func testAToneOffTheFrameGridHasNoClickAtTheJoin() {
-        var rng = LCG(state: 347)
+        var rng = SplitMix64(seed: 347)
         var hardFailures = 0, trials = 0
         for rate in [48000, 44100, 16000] {
             for t in 0..<16 {
-                let phase = t == 0 ? Double.pi : rng.unit() * 2 * Double.pi
+                let phase = t == 0 ? Double.pi : Double.random(in: 0..<(2 * Double.pi), using: &rng)
                 let j = rate / 8 + Int(rng.next() % 1000)
                 let n = rate / 4
                 let faded = secondDifference(toneJoin(rate: rate, freq: 347, phase: phase, j: j, n: n, crossfade: true), join: j, rate: rate)
@@ -99,12 +90,12 @@ final class JoinCrossfadeTests: XCTestCase {
     func testNoiseKeepsItsLevelAcrossTheJoin() {
         let rate = 48000, win = rate * 4 / 1000
         let x = JoinCrossfade(sampleRate: rate, channels: 1)
-        var rng = LCG(state: 4)
+        var rng = SplitMix64(seed: 4)
         var centrePower = 0.0, otherPower = 0.0, centreCount = 0, otherCount = 0
         for _ in 0..<200 {
             let n = rate / 10, j = n / 2
-            let a = (0..<n).map { _ in Int16(clamping: Int((rng.gauss() * 3000).rounded())) }
-            let b = (0..<n).map { _ in Int16(clamping: Int((rng.gauss() * 3000).rounded())) }
+            let a = (0..<n).map { _ in Int16(clamping: Int((gauss(&rng) * 3000).rounded())) }
+            let b = (0..<n).map { _ in Int16(clamping: Int((gauss(&rng) * 3000).rounded())) }
             var out = Array(a[..<j]) + Array(b[j...])
             var mixed = [Int16](repeating: 0, count: x.frames)
             let ra = Array(a[(j - x.half)..<(j + x.half)]), rb = Array(b[(j - x.half)..<(j + x.half)])
@@ -146,4 +137,10 @@ final class JoinCrossfadeTests: XCTestCase {
         XCTAssertLessThan(out[values - 2], 10000 / 25, "the outgoing take is nearly gone at the window's end (cos θ of its last position)")
         XCTAssertEqual(out[0], out[1])
     }
+}
+
+/// Roughly Gaussian (the sum of four uniforms), mean 0, standard deviation 1, from the tests'
+/// seeded generator.
+private func gauss(_ rng: inout SplitMix64) -> Double {
+    (0..<4).reduce(0.0) { acc, _ in acc + Double.random(in: 0..<1, using: &rng) } * (3.0).squareRoot() - 2 * (3.0).squareRoot()
 }

@@ -52,6 +52,8 @@
 ///   a shorter audio is completed with silence, a longer one is cut at the stop.
 /// - A failure (an encoder or write error, a failed sync, the audio backlog) ends the recording at
 ///   once: nothing more is decided or encoded; the driver finishes what the file holds.
+/// - Meters. Status's audio peak is the largest |sample| kept over about the last second
+///   (`PeakWindow`); dropped video frames are reported at most every 10 s (`DropReports`).
 /// - After each event, in this order: pending audio is decided (keep, drop, silence) until the
 ///   timeline can decide no more; the source-failure latch; a status snapshot is published when
 ///   the last is `publishInterval` old (the first at once); stop completion: once the stop cut is
@@ -235,6 +237,9 @@ public struct SessionMachine: Sendable {
         var take: Int, slotBefore: Int64?, ptsBefore: Int64, outputBefore: Nanos?, firstPTS: Int64, frames: Int64
     }
     private var takeMarks: [TakeMark] = []
+    /// Status's audio peak and the journal's drop reports (see `PeakWindow`, `DropReports`).
+    private var peaks = PeakWindow()
+    private var drops = DropReports()
     private enum Stage { case drain, latch, publish, stop, finishing(Ending), waiting, ended }
     private var stage = Stage.drain
     /// True once `.finish` was returned: the driver's loop is over.
@@ -303,8 +308,10 @@ public struct SessionMachine: Sendable {
     /// A video frame captured at `time`.
     public mutating func video(at time: Nanos) -> VideoDecision {
         let stopWasResolved = timeline.isStopResolved
+        let resolvedBefore = timeline.firstUnresolved
         let decision = timeline.video(at: time)
         if !stopWasResolved, timeline.isStopResolved { endOnTheGrid() }
+        for k in resolvedBefore..<timeline.firstUnresolved { pauseOnTheGrid(k) }
         guard case let .keep(out) = decision, let fps = configuration.videoFPS else { return .drop }
         // The output frame slot nearest the capture time: a camera's timestamps jitter, so they
         // are snapped to the frame grid; a frame whose slot is taken is dropped (see FrameSlots).
@@ -331,6 +338,18 @@ public struct SessionMachine: Sendable {
         guard let out = timeline.endOutput, let end = slots?.end(closedAt: out),
               let take = timeline.takes.last, takeMarks.last?.take == take.number else { return }
         timeline.endAudio(atOutput: end)
+    }
+
+    /// Cut `k`, just resolved by a frame, is a pause: the take's audio ends on the frame grid,
+    /// where that frame's slot begins (after the last frame's), as a stop's does (`endOnTheGrid`).
+    /// Only when the take encoded a frame.
+    private mutating func pauseOnTheGrid(_ k: Int) {
+        let cuts = timeline.cuts
+        guard k >= 1, !cuts[k].keepAfter, !cuts[k].isStop, let at = cuts[k].at, let origin = timeline.origin,
+              takeMarks.last?.take == (k - 1) / 2 + 1 else { return }
+        let out = at - origin - cuts[k - 1].offsetNanos
+        guard let end = slots?.end(closedAt: out) else { return }
+        timeline.endAudio(ofPause: k, atOutput: end)
     }
 
     /// Counts an encoded frame in its take, remembering at its first what an undo restores.
@@ -456,6 +475,25 @@ public struct SessionMachine: Sendable {
                 return nil
             }
         }
+    }
+
+    // MARK: Meters
+
+    /// Kept samples (interleaved, `channels` channels) on their way to the encoder: metered for
+    /// status's peak (`audioPeak`). Silence filled in is not metered.
+    public mutating func meterKept(_ samples: UnsafeBufferPointer<Int16>, channels: Int) {
+        peaks.add(samples, channels: channels)
+    }
+
+    /// Per channel, the peak of the kept audio over about the last second (empty without audio).
+    public mutating func audioPeak(now: Nanos) -> [Int32] {
+        guard let f = configuration.audio else { return [] }
+        return peaks.read(now: now, channels: f.channels)
+    }
+
+    /// The video frames dropped so far (`total`) at `now`: what to report in the journal, if anything.
+    public mutating func dropsToReport(total: Int64, now: Nanos) -> (new: Int64, total: Int64)? {
+        drops.observe(total: total, now: now)
     }
 
     // MARK: State

@@ -472,6 +472,22 @@ public struct Timeline: Sendable {
         cuts[k + 1].rel = rel
     }
 
+    /// Ends the take that pause cut `k` closes at output time `t` instead of at the cut's instant,
+    /// as `endAudio(atOutput:)` does for a stop: the pipeline puts it on its video frame grid, where
+    /// the slot of the frame that resolved the pause begins, so the take's audio ends with its
+    /// last frame and the next take's first frame and first sample start together there. Only
+    /// while the cut after it is pending (the resume's offset is taken from this cut's sample
+    /// when it resolves); never for a cut at the cap; clamped like `endAudio`. Moves no instant.
+    mutating func endAudio(ofPause k: Int, atOutput t: Nanos) {
+        guard let fmt = audio, k >= 1, k < firstUnresolved, k + 1 == firstUnresolved || k + 1 == cuts.count,
+              !cuts[k].keepAfter, !cuts[k].isStop, !cuts[k].capHit, !audioClosed else { return }
+        let take = cuts[k - 1]
+        var rel = max(take.rel, take.offsetSamples + fmt.sampleIndex(at: t))
+        if let c = take.capRel { rel = min(rel, c) }
+        if let anchor, let pos = audioPos { rel = max(rel, pos - startSample(fmt, anchor)) }
+        cuts[k].rel = rel
+    }
+
     /// Samples (per channel) the audio source must have delivered for the recording to finish;
     /// nil until the stop is resolved and audio is anchored.
     public var audioNeededForFinish: Int64? {

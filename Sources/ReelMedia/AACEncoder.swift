@@ -6,6 +6,15 @@ import ReelCore
 /// FLTP with libswresample straight into a reused 1024-sample AVFrame, and stamps each frame with the
 /// count of samples before it, so input sample k has output time k / sampleRate. The encoder's priming
 /// (`initialPadding`) shows up as negative pts on the first packet; MP4Writer turns it into an edit list.
+/// What a file's audio track says of its AAC stream (every encoder with the same settings says the same).
+public struct AACStream: Sendable {
+    public let format: AudioFormat
+    public let timeBase: Rational
+    public let frameSize: Int
+    public let extradata: [UInt8]
+    public let initialPadding: Int
+}
+
 public final class AACEncoder {
     public static let sampleRates = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350]
 
@@ -28,6 +37,10 @@ public final class AACEncoder {
     private var fill = 0                  // samples per channel already in `frame`
     private var samplesQueued: Int64 = 0  // samples per channel handed to the encoder so far
     private var flushed = false
+
+    public var stream: AACStream {
+        AACStream(format: format, timeBase: timeBase, frameSize: frameSize, extradata: extradata, initialPadding: initialPadding)
+    }
 
     /// The most AAC carries: 6144 bits per channel in a frame of 1024 samples (96000 b/s at 16 kHz
     /// mono). libavcodec lowers a higher rate to it itself, with a warning on every open.

@@ -157,6 +157,8 @@ public final class MP4Writer: @unchecked Sendable {
     }
 
     public let path: String
+    /// Audio samples a take's audio boundary leads its first sample by (see `init`).
+    public let audioLead: Int64
     /// Every public call runs whole under it: the pipeline thread writes video while the AAC
     /// thread writes audio. Each track's packets still go in in the order its one writer hands
     /// them over, and a cut is decided under the lock from the tracks' state at that instant.
@@ -220,8 +222,16 @@ public final class MP4Writer: @unchecked Sendable {
     /// Creates `path` (never through a link, never over a file) and writes the file header; with
     /// `restart`, empties the writer's own file already at `path` instead (an undo of every take:
     /// same inode; a link there is refused). The stream parameters come from the encoders.
-    public init(path: String, video v: H264Encoder?, audio a: AACEncoder?, fragmentMicros: Int64 = 1_000_000,
-                restart: Bool = false) throws {
+    public convenience init(path: String, video v: H264Encoder?, audio a: AACEncoder?, fragmentMicros: Int64 = 1_000_000,
+                            restart: Bool = false) throws {
+        try self.init(path: path, video: v, audioStream: a?.stream, fragmentMicros: fragmentMicros, restart: restart)
+    }
+
+    /// `audioLead`: audio samples a take's audio boundary comes before its first sample (the
+    /// pipeline's crossfade reaches back that far, so an undo must replace the packets from there).
+    public init(path: String, video v: H264Encoder?, audioStream a: AACStream?, fragmentMicros: Int64 = 1_000_000,
+                restart: Bool = false, audioLead: Int64 = 0) throws {
+        self.audioLead = max(0, audioLead)
         let what = "cannot create MP4 file '\(path)'"
         guard v != nil || a != nil else { throw MediaError("\(what): no video and no audio encoder given; pass at least one") }
         guard fragmentMicros > 0 else { throw MediaError("\(what): fragmentMicros \(fragmentMicros) must be positive") }
@@ -375,7 +385,7 @@ public final class MP4Writer: @unchecked Sendable {
     private func writeAudioLocked(_ p: Packet) throws {
         guard let audio else { throw MediaError("MP4Writer.writeAudio on '\(path)': the file was created without audio") }
         if let failure { throw failure }
-        if var b = boundary, let start = b.audioStart, b.audioCrossed || p.pts + max(1, p.duration) > start {
+        if var b = boundary, let start = b.audioStart, b.audioCrossed || p.pts + max(1, p.duration) > start - audioLead {
             if !b.audioCrossed { b.audioCrossed = true; boundary = b }
             try hold(p, video: false)
             return

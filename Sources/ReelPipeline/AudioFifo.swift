@@ -45,10 +45,12 @@ struct AudioFifo: ~Copyable {
 /// appending never allocates). `last()` copies them out in order (once per take, not per chunk).
 struct AudioHistory {
     private var ring: [Int16]
+    let channels: Int
     private var write = 0      // next value index
     private var count = 0      // values held
 
     init(channels: Int, frames: Int) {
+        self.channels = channels
         ring = [Int16](repeating: 0, count: channels * frames)
     }
 
@@ -79,6 +81,19 @@ struct AudioHistory {
         out.append(contentsOf: ring[start...])
         out.append(contentsOf: ring[..<write])
         return out
+    }
+
+    /// Copies what is held, oldest first, into `dst` from index `at` (room for the ring's size
+    /// there); returns the frames copied. Allocates nothing.
+    func copyLast(into dst: inout [Int16], at: Int) -> Int {
+        guard count > 0 else { return 0 }
+        let start = (write - count + ring.count) % ring.count
+        ring.withUnsafeBufferPointer { r in
+            dst.withUnsafeMutableBufferPointer { d in
+                for i in 0..<count { d[at + i] = r[(start + i) % r.count] }
+            }
+        }
+        return count / channels
     }
 
     mutating func clear() { write = 0; count = 0 }

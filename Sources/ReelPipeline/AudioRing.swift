@@ -89,3 +89,77 @@ extension UnsafePointer where Pointee == Int16 {
         }
     }
 }
+
+/// What the AAC thread is handed, in the pipeline's order (see `AudioEncoderThread`).
+/// Unsafe pointer: a `.keep` or `.drop` buffer is the ring's storage, lent for the one call.
+enum AudioItem {
+    /// Samples kept: the output's next frames.
+    case keep(UnsafeBufferPointer<Int16>)
+    /// Samples decided out (a pause, an undone take): the far side of a join, never output.
+    case drop(UnsafeBufferPointer<Int16>)
+    /// Frames of silence the output needs (no source samples).
+    case silence(Int)
+    case command(AudioCommand)
+}
+
+/// The pipeline's orders to the AAC thread's `AudioOutput`, in the stream's order.
+enum AudioCommand: Sendable, Equatable {
+    /// Take `number`'s audio begins with the next kept sample, output sample `start`.
+    case beginTake(number: Int, start: Int64)
+    /// Take `take` was undone: the file was cut back (the audio continues at packet time
+    /// `resume`, nil: no packet of the take reached the file) and the output goes back to
+    /// output sample `to`. Take 1: the file was started again.
+    case rollBack(take: Int, resume: Int64?, to: Int64)
+    /// The recording ends: what is held goes out and the encoder is drained.
+    case finish
+    /// The recording ends with its audio unwanted (every take undone, a failed write).
+    case discard
+}
+
+/// One entry of the `RunRing`: a run of `frames` samples of `kind` in the `AudioRing`, or a command.
+struct Run: Sendable {
+    enum Kind: UInt8, Sendable { case keep, drop, silence, command }
+    var kind: Kind
+    var frames: Int
+    var command: AudioCommand? = nil
+}
+
+/// The runs beside an `AudioRing`: a single-producer single-consumer ring allocated once.
+/// @unchecked Sendable: as `AudioRing`: the producer writes only the free slots and then
+/// publishes `written` (release), the consumer reads only [taken, written) and publishes `taken`.
+final class RunRing: @unchecked Sendable {
+    let capacity: Int
+    // Unsafe pointer: one allocation for the ring's life, freed in deinit; split between the sides as above.
+    private let storage: UnsafeMutablePointer<Run>
+    private let written = Atomic<Int>(0)
+    private let taken = Atomic<Int>(0)
+
+    init(capacity: Int) {
+        precondition(capacity > 0, "RunRing needs at least one slot")
+        self.capacity = capacity
+        storage = .allocate(capacity: capacity)
+        storage.initialize(repeating: Run(kind: .silence, frames: 0), count: capacity)
+    }
+    deinit {
+        storage.deinitialize(count: capacity)
+        storage.deallocate()
+    }
+
+    var count: Int { written.load(ordering: .acquiring) - taken.load(ordering: .acquiring) }
+    /// Producer: slots free now.
+    var room: Int { capacity - (written.load(ordering: .relaxed) - taken.load(ordering: .acquiring)) }
+
+    /// Producer: appends `run`; the caller checked `room`.
+    func push(_ run: Run) {
+        let w = written.load(ordering: .relaxed)
+        precondition(w - taken.load(ordering: .acquiring) < capacity, "RunRing overflow")
+        storage[w % capacity] = run
+        written.store(w + 1, ordering: .releasing)
+    }
+
+    /// Consumer: the oldest run (the caller checked `count`).
+    func peek() -> Run { storage[taken.load(ordering: .relaxed) % capacity] }
+
+    /// Consumer: frees the oldest run.
+    func pop() { taken.store(taken.load(ordering: .relaxed) + 1, ordering: .releasing) }
+}

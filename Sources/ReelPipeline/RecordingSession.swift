@@ -133,13 +133,13 @@ public struct SessionSnapshot: Sendable {
 ///
 /// Threads: each source has its capture thread; the decisions (timeline, cuts, silence), pixel
 /// conversion, video encoding and muxing run on this session's pipeline thread, fed by one
-/// bounded queue; the kept audio is AAC-encoded and written on an `AudioEncoderThread`. Capture
-/// threads never wait on either when live: a full pool or queue drops the sample and counts it.
+/// bounded queue; the audio it decides (kept, dropped, silence) goes to an `AudioEncoderThread`,
+/// whose `AudioOutput` crossfades the joins, AAC-encodes and writes. The file is a `PartFile`.
+/// Capture threads never wait on either when live: a full pool or queue drops the sample and
+/// counts it.
 /// @unchecked Sendable: the pipeline's fields are touched only by the pipeline thread once
-/// `start()` has launched it, except what `encodeAAC` uses (`aac`, `aacOffset`, `aacKeepFrom`,
-/// the `mux` reference; `mux` itself is locked), which the AAC thread reads and the pipeline
-/// changes only with that thread quiesced or closed; the rest are immutable or guarded
-/// (`queue`, `monitor`, promises).
+/// `start()` has launched it; the rest are immutable or thread-safe (`queue`, `monitor`, `turn`,
+/// the atomics, the promise, `part`).
 package final class RecordingSession: MediaSink, @unchecked Sendable {
     package enum Outcome: Sendable { case ok(Timeline.Phase), refused(String), failed(String) }
     /// An undo's answer: the take removed (number, label), or why not.
@@ -160,13 +160,12 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         case undo(at: Nanos?, expecting: Int?, reply: DeadlineReply<UndoOutcome>)
     }
 
-    package let partPath: String
-    package let finalPath: String
+    package var partPath: String { part.path }
+    package var finalPath: String { part.finalPath }
     /// The finished file as `Handoff.place` left it (its name, how it was finished), for
     /// `Handoff.handOn`; nil when no file was finished. Set on the pipeline thread before
     /// `finished` is fulfilled, read after.
-    package var handedOff: FinishedFile? { monitor.withLock { placed } }
-    private var placed: FinishedFile?  // guarded by `monitor`
+    package var handedOff: FinishedFile? { part.placed }
     package let config: RecorderConfig
     private let logger: Logger
     private let queue = BlockingQueue<Event>(capacity: 1024)
@@ -199,33 +198,15 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     private var h264: H264Encoder?
     /// Frames given to `h264`.
     private var h264Frames = 0
-    private var aac: AACEncoder?
-    /// Encodes what the pipeline keeps of the audio, through `encodeAAC`, off the pipeline thread.
+    /// The file's AAC stream (what a restarted file's audio track says).
+    private let aacStream: AACStream?
+    /// The audio the pipeline decides, to the AAC thread's `AudioOutput` (crossfade, encoder, file).
     private var aacThread: AudioEncoderThread?
-    /// After an undo the AAC encoder is new: its packet times plus this are the file's, and its
-    /// packets before `aacKeepFrom` (priming and the re-encoded context) are dropped.
-    private var aacOffset: Int64 = 0
-    private var aacKeepFrom: Int64 = .min
-    /// The last samples given to the AAC encoder (interleaved), and each take's copy of them at
-    /// its start: what an undo re-primes a fresh encoder with, so the packet at the join is whole.
-    private var history: AudioHistory
-    private var takeHistory: [Int: (start: Int64, samples: [Int16])] = [:]
-    private var mux: MP4Writer
-    private let syncer: FileSyncer?
-    private let partLock: PartFileLock
-    fileprivate var syncerClosed = false
-    /// The write failure is a failed fdatasync (`takeSyncFailure`), not a failed write.
-    private var failedSyncing = false
+    private let part: PartFile
+    private var mux: MP4Writer { part.writer }
     private var fifo: AudioFifo
     private let resampler: DriftResampler?
     private var drift: DriftLock?
-    private let silence: [Int16]
-    private var dropsReported: Int64 = 0
-    private var dropsReportedAt: Nanos = 0
-    /// Audio peak meter: per-channel peak of the current ~100 ms bucket, and the last 10 buckets.
-    private var peakBucket: [Int32] = []
-    private var peakWindow: [[Int32]] = []
-    private var peakRotatedAt: Nanos = 0
     /// Takes up to this number have been announced closed (`Notice.takeKept`).
     private var takesKept = 0
     // Liveness (Health.swift): registered in start(), removed when the pipeline finishes.
@@ -245,8 +226,6 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         self.label = label
         self.health = health
         self.schedule = schedule
-        self.partPath = partPath
-        self.finalPath = finalPath
         self.logger = logger
         live = sources
         let (vs, aso) = try sources.map { ($0.video, $0.audio) } ?? config.openSources(logger: logger)
@@ -258,42 +237,33 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
                                            from: (vs as? FileVideoSource)?.delivers ?? f.pixelFormat)
             h264 = try H264Encoder(width: f.width, height: f.height, fps: f.fps, settings: config.h264)
         } else { converter = nil; h264 = nil }
+        var firstAAC: AACEncoder?
         if let f = config.audioFormat {
-            aac = try AACEncoder(format: f, settings: config.aac)
-            if aac!.bitrate < config.aac.bitrate {
-                logger.info("AAC at \(f.sampleRate) Hz, \(f.channels) channel(s) carries at most \(aac!.bitrate) b/s: audio_bitrate \(config.aac.bitrate) is lowered to it")
+            let aac = try AACEncoder(format: f, settings: config.aac)
+            if aac.bitrate < config.aac.bitrate {
+                logger.info("AAC at \(f.sampleRate) Hz, \(f.channels) channel(s) carries at most \(aac.bitrate) b/s: audio_bitrate \(config.aac.bitrate) is lowered to it")
             }
-            // An undo re-encodes from one AAC frame before the packet holding the take's first
-            // sample: at most two frames of context. Each take keeps a copy (a few KiB a take).
-            history = AudioHistory(channels: f.channels, frames: 2 * aac!.frameSize)
+            firstAAC = aac
             fifo = AudioFifo(channels: f.channels, capacityFrames: f.sampleRate * 10)
-            silence = [Int16](repeating: 0, count: 1024 * f.channels)
             resampler = config.driftLock ? try DriftResampler(format: f) : nil
             drift = config.driftLock ? DriftLock(rate: f.sampleRate) : nil
         } else {
-            aac = nil
-            history = AudioHistory(channels: 1, frames: 0)
             resampler = nil
             fifo = AudioFifo(channels: 1, capacityFrames: 1)
-            silence = []
         }
-        // A fragment every 0.5 s of media: a crash loses at most that plus the encoder delay (< 1 s).
-        mux = try MP4Writer(path: partPath, video: h264, audio: aac, fragmentMicros: 500_000)
-        partLock = PartFileLock(path: partPath, logger: logger)
-        // fsync = fragment: each fragment is synced by a thread of its own, so a power cut loses
-        // at most about a second and the pipeline never waits on the disk.
-        if config.fsync == .fragment {
-            let syncer = try FileSyncer(path: partPath, logger: logger)
-            mux.onFragmentWritten = { syncer.request() }
-            self.syncer = syncer
-        } else { syncer = nil }
-        if let f = config.audioFormat {
+        aacStream = firstAAC?.stream
+        let fade = config.audioFormat.map { JoinCrossfade(sampleRate: $0.sampleRate, channels: $0.channels) }
+        part = try PartFile(path: partPath, finalPath: finalPath, video: h264, audio: aacStream, fsync: config.fsync,
+                            audioLead: Int64(fade?.half ?? 0), logger: logger)
+        if let f = config.audioFormat, let firstAAC {
+            let settings = config.aac
+            // nonisolated(unsafe): the AAC thread's alone from here on: used only inside its `consume`.
+            nonisolated(unsafe) let output = AudioOutput(channels: f.channels, sampleRate: f.sampleRate, encoder: firstAAC,
+                                                         makeEncoder: { try AACEncoder(format: f, settings: settings) },
+                                                         write: { [part] in try part.writer.writeAudio($0) })
             // 2 s: far more than the AAC thread ever lags (it encodes ~100x faster than real time).
-            // The session outlives the thread: finish() closes it.
             aacThread = AudioEncoderThread(channels: f.channels, capacityFrames: f.sampleRate * 2,
-                                           priority: config.paced ? .normal : .idle) { [unowned self] in
-                try encodeAAC($0)
-            }
+                                           priority: config.paced ? .normal : .idle) { try output.consume($0) }
         }
     }
 
@@ -448,7 +418,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             do {
                 if let event { try handle(event) }
                 // A failed fdatasync, seen by the sync thread, ends the recording as a failed write does.
-                if takeSyncFailure() { throw mux.writeFailure! }
+                if part.takeSyncFailure(), let e = part.writeFailure { throw e }
                 // The AAC thread's failure (a failed write there sets mux.writeFailure as here).
                 if let e = aacThread?.takeFailure() { throw e }
             } catch { failed(error) }
@@ -464,30 +434,34 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     }
 
     private func failed(_ error: any Error) {
-        let failure = machine.fail(mux.writeFailure != nil ? .write("\(error)") : .pipeline("\(error)"))
+        let failure = machine.fail(part.writeFailure != nil ? .write("\(error)") : .pipeline("\(error)"))
         // A failed write is reported once, with what was kept, when the file is finished.
-        if mux.writeFailure == nil { logger.error("recording \(partPath) failed: \(failure)", metadata: RecordingLog.fields(nil, file: finalPath, part: partPath)) }
+        if part.writeFailure == nil { logger.error("recording \(partPath) failed: \(failure)", metadata: RecordingLog.fields(nil, file: finalPath, part: partPath)) }
     }
 
     private func perform(_ action: SessionMachine.Action) throws {
         switch action {
         case let .encodeAudio(n):
-            guard aac != nil else { return }
+            guard let aacThread else { return }
             let channels = fifo.channels  // read before consume(): it holds exclusive access to fifo
             fifo.consume(n) { samples in
-                meterPeak(samples, channels: channels)
-                encodeAudio(samples)
+                machine.meterKept(samples, channels: channels)
+                aacThread.submit(.keep, samples.baseAddress!, frames: samples.count / channels)
             }
-        case let .dropAudio(n): fifo.discard(n)
+        case let .dropAudio(n):
+            // The dropped samples are the far side of a join: the crossfade takes what it needs of them.
+            guard let aacThread else { return fifo.discard(n) }
+            let channels = fifo.channels
+            fifo.consume(n) { aacThread.submit(.drop, $0.baseAddress!, frames: $0.count / channels) }
         case let .beginTake(t, start):
-            takeHistory[t.number] = (start, history.last())
             aacThread?.quiesce()  // as for a take's video start (handle .video)
             try mux.beginTake(index: t.number, label: t.label, start: start)
+            aacThread?.submit(.beginTake(number: t.number, start: start))
         case let .beginAudioTake(t, start):
-            takeHistory[t.number] = (start, history.last())
             aacThread?.quiesce()  // as for a take's video start (handle .video)
             try mux.beginAudioTake(index: t.number, label: t.label, sample: start)
-        case let .encodeSilence(n): encodeSilence(n)
+            aacThread?.submit(.beginTake(number: t.number, start: start))
+        case let .encodeSilence(n): aacThread?.submitSilence(frames: n)
         case let .stopForSourceFailure(msg): logger.error("\(msg); finishing the recording \(partPath)")
         case .publish: publish()
         case let .completeWithSilence(n):
@@ -496,36 +470,13 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
                 let ms = "\(ns / 1_000_000).\(ns / 100_000 % 10) ms"
                 logger.warning("the audio ended \(n) samples (\(ms)) before the recording's end; filled with silence (\(partPath))")
             }
-            encodeSilence(n)
+            aacThread?.submitSilence(frames: n)
         case let .lengthCapReached(cap):
             logger.notice("\(partPath) reached its length cap of \(formatDuration(cap)); stopping")
             onNotice?(.capReached(cap))
         case .finish: break  // run() ends the loop
         }
     }
-
-    /// Gives kept samples to the history and to the AAC thread (which encodes them, `encodeAAC`).
-    private func encodeAudio(_ samples: UnsafeBufferPointer<Int16>) {
-        history.append(samples)
-        guard let aacThread else { return }
-        aacThread.submit(samples.baseAddress, frames: samples.count / aacThread.ring.channels)
-    }
-
-    /// AAC thread: samples to the encoder, its packets to the file in file time.
-    private func encodeAAC(_ samples: UnsafeBufferPointer<Int16>) throws {
-        try aac?.encode(interleaved: samples, writeAAC)
-    }
-
-    /// An AAC packet to the file, in file time (see `aacOffset`).
-    private func writeAAC(_ p: Packet) throws {
-        guard p.pts + aacOffset >= aacKeepFrom else { return }
-        try mux.writeAudio(Packet(data: p.data, pts: p.pts + aacOffset, dts: p.dts + aacOffset, duration: p.duration,
-                                  isKeyframe: p.isKeyframe))
-    }
-
-    /// Drains the AAC encoder into nothing (libavcodec warns about frames left at close): for an
-    /// encoder whose output is not wanted.
-    private func discardAAC() { try? aac?.flush { _ in } }
 
     /// A new x264 with the same settings (so the same SPS/PPS; its first frame is an IDR). `drain`:
     /// the old one's frames are written first; else they are dropped (an undo).
@@ -541,50 +492,22 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     }
 
     /// Performs an undo the machine accepted: the file goes back to where the take began, the
-    /// encoders drop what they hold of it (fresh ones, the AAC one primed with the kept samples
-    /// before the join), and the next take continues there.
+    /// encoders drop what they hold of it (a fresh x264; the AAC thread's `AudioOutput` re-primes
+    /// a fresh AAC encoder and restores the outgoing side of the join), and the next take
+    /// continues there.
     private func rollBack(_ rb: SessionMachine.Rollback) throws {
         let started = SystemClock.now()
-        // The AAC thread has written all it was given and waits: the encoder and the file are the pipeline's.
+        // The AAC thread has written all it was given and waits: no packet of the take follows the cut.
         aacThread?.quiesce()
         if h264 != nil { try renewVideoEncoder(drain: false) }
         if rb.take == 1 {
             // No take left: the file starts again (same path and inode, so the lock and the syncer hold).
-            mux = try MP4Writer(path: partPath, video: h264, audio: aac, fragmentMicros: mux.fragmentMicros, restart: true)
-            if let syncer { mux.onFragmentWritten = { syncer.request() } }
-            // The emptied file is on the disk before the undo is answered (as a cut take's is).
-            try mux.sync("starting it again (undo of take 1)")
-            if let f = config.audioFormat {
-                discardAAC()
-                aac = try AACEncoder(format: f, settings: config.aac)
-                history.clear()
-            }
-            aacOffset = 0; aacKeepFrom = .min
-            takeHistory.removeAll()
+            try part.restart(video: h264, audio: aacStream)
+            aacThread?.submit(.rollBack(take: 1, resume: nil, to: 0))
         } else {
             let resume = try mux.rollback(take: rb.take)
-            if let f = config.audioFormat, let resume {
-                // The fresh encoder starts one AAC frame before the first packet to replace, fed the
-                // kept samples from there to the join, so that packet overlaps its neighbour whole.
-                let fresh = try AACEncoder(format: f, settings: config.aac)
-                let base = resume - Int64(fresh.frameSize)
-                let (start, before) = takeHistory[rb.take] ?? (rb.audioSamples, history.last())
-                if start != rb.audioSamples {
-                    logger.warning("undo of take \(rb.take): its audio began at sample \(start), the undo goes back to \(rb.audioSamples)")
-                }
-                let need = Int(start - base) * f.channels
-                var context = [Int16](repeating: 0, count: need)
-                let have = min(need, before.count)
-                context.replaceSubrange((need - have)..<need, with: before.suffix(have))
-                discardAAC()
-                aac = fresh
-                aacOffset = base
-                aacKeepFrom = resume
-                history.clear()
-                context.withUnsafeBufferPointer { encodeAudio($0) }
-            }
+            aacThread?.submit(.rollBack(take: rb.take, resume: resume, to: rb.audioSamples))
         }
-        takeHistory = takeHistory.filter { $0.key < rb.take }
         // The next take gets the removed one's number: it is announced kept when it closes.
         takesKept = min(takesKept, rb.take - 1)
         logger.info("undo of take \(rb.take): \(rb.framesRemoved) frames and \(rb.samplesRemoved) samples removed in \((SystemClock.now() - started) / 1_000_000) ms (\(partPath))")
@@ -684,63 +607,15 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         fifo.append(out.baseAddress, frames: n)
     }
 
-    private func encodeSilence(_ frames: Int) {
-        guard aac != nil, let f = config.audioFormat else { return }
-        var left = frames
-        silence.withUnsafeBufferPointer { zeros in
-            while left > 0 {
-                let n = min(left, 1024)
-                encodeAudio(UnsafeBufferPointer(rebasing: zeros[0..<(n * f.channels)]))
-                left -= n
-            }
-        }
-    }
-
-    /// Folds kept (encoded) samples into the current peak bucket. Silence filled in for lost or
-    /// missing samples is not metered: it is zero anyway.
-    /// Unsafe: `samples` is the FIFO's storage lent by `consume` for this call only; read in bounds.
-    private func meterPeak(_ samples: UnsafeBufferPointer<Int16>, channels ch: Int) {
-        if peakBucket.count != ch { peakBucket = [Int32](repeating: 0, count: ch) }
-        var i = 0
-        while i + ch <= samples.count {
-            for c in 0..<ch {
-                let v = Int32(samples[i + c]).magnitude  // -32768 → 32768
-                if Int32(v) > peakBucket[c] { peakBucket[c] = Int32(v) }
-            }
-            i += ch
-        }
-    }
-
-    /// The per-channel peak over the last 10 buckets of >= 100 ms plus the current one (~1 s).
-    private func meteredPeak(now: Nanos) -> [Int32] {
-        guard config.audioFormat != nil else { return [] }
-        let ch = fifo.channels
-        if peakBucket.count != ch { peakBucket = [Int32](repeating: 0, count: ch) }
-        var peak = peakBucket
-        for bucket in peakWindow { for c in 0..<ch { peak[c] = max(peak[c], bucket[c]) } }
-        if now - peakRotatedAt >= 100_000_000 {
-            peakWindow.append(peakBucket)
-            if peakWindow.count > 10 { peakWindow.removeFirst() }
-            peakBucket = [Int32](repeating: 0, count: ch)
-            peakRotatedAt = now
-        }
-        return peak
-    }
-
-    /// Drops go to the log as they happen, at most every 10 s, with the count since the last
-    /// report: status shows the total, the journal shows when.
+    /// Drops go to the log as they happen, at most every 10 s (`DropReports`).
     private func reportDrops(_ total: Int64) {
-        guard total > dropsReported else { return }
-        let now = SystemClock.now()
-        guard now - dropsReportedAt >= 10 * nanosPerSecond else { return }
-        logger.warning("\(total - dropsReported) video frame(s) dropped since the last report, \(total) in all (lost by the camera, or the pipeline fell behind it: CPU busy or the disk slow; \(partPath))")
-        dropsReported = total
-        dropsReportedAt = now
+        guard let r = machine.dropsToReport(total: total, now: SystemClock.now()) else { return }
+        logger.warning("\(r.new) video frame(s) dropped since the last report, \(r.total) in all (lost by the camera, or the pipeline fell behind it: CPU busy or the disk slow; \(partPath))")
     }
 
     private func publish() {
         var s = SessionSnapshot()
-        s.audioPeak = meteredPeak(now: SystemClock.now())
+        s.audioPeak = machine.audioPeak(now: SystemClock.now())
         s.bytesWritten = mux.bytesWritten
         let p = machine.progress
         s.phase = p.phase
@@ -786,108 +661,45 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             }
         }
         var finishError: String?
-        // Everything kept is encoded and written (or dropped after a failure); the encoder is the pipeline's again.
+        // The AAC thread lets its delay line out and drains the encoder (or drops it all when no
+        // audio is wanted), writes, and ends.
+        let wanted: Bool
+        if case .nothingKept = ending { wanted = false } else { wanted = part.writeFailure == nil }
+        aacThread?.submit(wanted ? .finish : .discard)
         var aacError: (any Error)?
         do { try aacThread?.close() } catch { aacError = error }
         // After a failed write nothing more is written (no encoder flush, no trailer): the file is
         // cut back to its last complete fragment below.
-        if case .nothingKept = ending, mux.writeFailure == nil {
+        if case .nothingKept = ending, part.writeFailure == nil {
             // Every take undone: no file is wanted (the encoders' and muxer's leftovers go with it).
-            discardAAC()
-            _ = try? mux.abandon()
-            if unlink(partPath) != 0 { logger.warning("cannot remove \(partPath) (every take was undone): \(Errno.current)") }
-            else { logger.info("every take of \(partPath) was undone: removed it") }
-        } else if mux.writeFailure == nil {
+            part.discard()
+        } else if part.writeFailure == nil {
             do {
                 if let aacError { throw aacError }
                 try h264?.flush { try mux.writeVideo($0) }
-                try aac?.flush(writeAAC)
-                try mux.finish()
-                closeSyncer()  // the trailer is on disk before the name says the file is complete
-                if !takeSyncFailure() {
-                    // ftyp, mdat, moov; on failure (logged) the fragmented file, which plays, is kept.
-                    Storage.finishMP4(partPath, logger: logger)
-                    let by: FinishedBy
-                    switch ending {
-                    case .sourceFailed: by = .sourceFailed
-                    case .failed: by = .error
-                    case .complete, .nothingKept: by = machine.progress.capReached ? .cap : .stop
-                    }
-                    let f = try Handoff.place(part: partPath, final: finalPath, by: by, sync: syncer != nil, logger: logger)
-                    monitor.withLock { placed = f }
+                let by: FinishedBy
+                switch ending {
+                case .sourceFailed: by = .sourceFailed
+                case .failed: by = .error
+                case .complete, .nothingKept: by = machine.progress.capReached ? .cap : .stop
                 }
+                _ = try part.finish(by: by)
             } catch let e {
-                if mux.writeFailure == nil {
+                if part.writeFailure == nil {
                     finishError = "\(e)"
                     logger.error("finishing \(partPath) failed: \(e)", metadata: RecordingLog.fields(nil, file: finalPath, part: partPath))
                 }
             }
         }
         var writeFailure: (kept: RecordingOutcome.Kept, message: String)?
-        if let wf = mux.writeFailure {
+        if let wf = part.writeFailure {
             // Nothing more is written.
-            discardAAC()
-            let (file, message) = salvage(wf)
+            let (file, message) = part.salvage(wf)
             writeFailure = (file.map { $0 == partPath ? .unrecovered(partPath) : .file($0) } ?? .nothing, message)
         }
-        closeSyncer()
-        partLock.release()
+        part.close()
         publish()
         finished.fulfill(RecordingOutcome.resolve(ending: ending, finishError: finishError, writeFailure: writeFailure,
                                                   file: handedOff?.path ?? finalPath))
     }
-
-    /// A failed fdatasync, seen by the sync thread, ends the recording as a failed write does
-    /// (what was written may not be on the disk). True when it did.
-    private func takeSyncFailure() -> Bool {
-        guard mux.writeFailure == nil, let e = syncer?.failure else { return false }
-        mux.markFailed("cannot sync '\(partPath)' to disk: \(Errno.text(e))", systemError: e)
-        failedSyncing = true
-        return true
-    }
-
-    /// After a failed write: the file is closed without another write, cut back to its last
-    /// complete fragment and renamed (or removed when no fragment was complete). Returns the file
-    /// kept (nil: none; the .part path if it could not be cut or renamed) and the message.
-    private func salvage(_ failure: MediaError) -> (file: String?, message: String) {
-        closeSyncer()
-        let dir = (finalPath as NSString).deletingLastPathComponent
-        let code = failure.systemError ?? EIO
-        let verb = failedSyncing ? "syncing" : "writing"
-        func text(_ kept: WriteFailureText.Kept) -> String {
-            WriteFailureText.message(errno: code, verb: verb, part: partPath, kept: kept, dir: dir)
-        }
-        let kept: (bytes: Int64, micros: Int64)
-        do { kept = try mux.abandon() } catch {
-            return (partPath, text(.unknown("\(error); it stays as \(partPath), which reeld makes playable at its next start")))
-        }
-        guard kept.bytes > 0 else {
-            unlink(partPath)
-            return (nil, text(.nothing))
-        }
-        if [ENOSPC, EDQUOT].contains(code), !failedSyncing {
-            // Out of space, not a failing disk: cutting the incomplete fragment off may have freed
-            // the few hundred kB a standard MP4's index needs. If not, the finisher cuts its own
-            // partial write off (logged) and the fragmented file, which plays, is kept.
-            Storage.finishMP4(partPath, logger: logger)
-        }
-        let f: FinishedFile
-        do { f = try Handoff.place(part: partPath, final: finalPath, by: .writeFailed, sync: syncer != nil, logger: logger) } catch {
-            return (partPath, text(.unknown("\(error); reeld renames it at its next start")))
-        }
-        monitor.withLock { placed = f }
-        return (f.path, text(.prefix(micros: kept.micros, file: f.path)))
-    }
 }
-
-
-extension RecordingSession {
-    /// Last sync and the syncer thread's end; logs what syncing cost. Idempotent.
-    fileprivate func closeSyncer() {
-        guard let syncer, !syncerClosed else { return }
-        syncerClosed = true
-        let c = syncer.close()
-        logger.debug("fsync of \(partPath): \(c.count) syncs, mean \(c.meanNs / 1000) us, max \(c.maxNs / 1000) us")
-    }
-}
-

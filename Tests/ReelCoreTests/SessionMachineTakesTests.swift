@@ -207,11 +207,11 @@ final class SessionMachineTakesTests: XCTestCase {
                 let capEnd = max(sample(b), sample(b) + capSamples - k)
                 running = (b, capEnd == sample(b) ? t0 + vf.frameTime(b) : max(t0 + vf.frameTime(b), t0 + offNanos + cap!), capEnd)
             }
-            func end(_ e: Int64, stop: Bool = false) {
+            func end(_ e: Int64, onGrid: Bool = true) {
                 let r = running!
                 if let x = r.x, t0 + vf.frameTime(e) >= x || sample(e) >= r.capEnd { kept.append((r.b, e, r.capEnd)) }
-                else if stop, e > r.b {
-                    // A stop ends the audio where the video ends: after its last frame's slot.
+                else if onGrid, e > r.b {
+                    // A take ends its audio where its video ends: after its last frame's slot.
                     let frames = kept.reduce(e - r.b) { $0 + $1.e - $1.b }
                     let before = kept.reduce(Int64(0)) { $0 + $1.eS - sample($1.b) }
                     let eS = sample(r.b) + af.sampleIndex(at: vf.frameTime(frames)) - before
@@ -220,13 +220,17 @@ final class SessionMachineTakesTests: XCTestCase {
                 running = nil
             }
             begin(0)
-            for (rt, op) in ops where !stopped {
+            for (i, (rt, op)) in ops.enumerated() where !stopped {
                 if let r = running, let x = r.x, rt >= x { end(firstFrame(atOrAfter: x)); stopped = true; break }
                 switch op {
-                case .pause: end(firstFrame(atOrAfter: rt))
+                case .pause:
+                    // A pause whose resume comes on the same frame ends nothing: the take goes on.
+                    let e = firstFrame(atOrAfter: rt)
+                    let resumedThere = i + 1 < ops.count && ops[i + 1].1 == .resume && firstFrame(atOrAfter: ops[i + 1].0) == e
+                    end(e, onGrid: !resumedThere)
                 case .resume: begin(firstFrame(atOrAfter: rt))
                 case .undo: if running != nil { running = nil } else { _ = kept.popLast() }
-                case .stop: if running != nil { end(firstFrame(atOrAfter: rt), stop: true) }; stopped = true
+                case .stop: if running != nil { end(firstFrame(atOrAfter: rt)) }; stopped = true
                 }
             }
             let expectedFrames = kept.flatMap { frames($0.b..<$0.e, fps: fps) }

@@ -666,12 +666,16 @@ final class SessionMachineTests: XCTestCase {
             }
             let sample = { (n: Int64) in af.sampleIndex(at: vf.frameTime(n)) }
             let expectedFrames = bounds.flatMap { frames($0.0..<$0.1, fps: fps) }
-            // Audio to the cuts' samples, but the stop's where the video ends: after its last
-            // frame's slot (when the last take kept a frame).
-            var ends = bounds.map { sample($0.1) }
-            if let (b, e) = bounds.last, e > b {
-                let before = zip(bounds.dropLast(), ends).reduce(Int64(0)) { $0 + $1.1 - sample($1.0.0) }
-                ends[ends.count - 1] = sample(b) + af.sampleIndex(at: vf.frameTime(Int64(expectedFrames.count))) - before
+            // Every take's audio ends where its video ends, after its last frame's slot (when it
+            // kept a frame), but for a pause whose resume comes on the same frame: the take goes on.
+            var ends: [Int64] = []
+            var framesSoFar: Int64 = 0, before: Int64 = 0
+            for (i, (b, e)) in bounds.enumerated() {
+                framesSoFar += e - b
+                let goesOn = i + 1 < bounds.count && bounds[i + 1].0 == e
+                let end = e > b && !goesOn ? sample(b) + af.sampleIndex(at: vf.frameTime(framesSoFar)) - before : sample(e)
+                ends.append(end)
+                before += end - sample(b)
             }
             let total = zip(bounds, ends).reduce(Int64(0)) { $0 + $1.1 - sample($1.0.0) }
             var expectedAudio: [Run] = []

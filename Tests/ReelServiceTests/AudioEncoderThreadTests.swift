@@ -18,11 +18,23 @@ final class AudioEncoderThreadTests: XCTestCase {
         // nonisolated(unsafe): used by the AAC thread between start() and close(), by this one after.
         nonisolated(unsafe) let aac = try AACEncoder(format: AudioFormat(sampleRate: rate, channels: 1), settings: AACSettings())
         let mux = try MP4Writer(path: path, video: nil, audio: aac)
-        let t = AudioEncoderThread(channels: 1, capacityFrames: 700) { try aac.encode(interleaved: $0) { try mux.writeAudio($0) } }
+        let zeros = [Int16](repeating: 0, count: 1024)
+        let t = AudioEncoderThread(channels: 1, capacityFrames: 700) { item in
+            switch item {
+            case let .keep(s): try aac.encode(interleaved: s) { try mux.writeAudio($0) }
+            case var .silence(n):
+                while n > 0 {
+                    let k = min(n, 1024)
+                    try zeros.withUnsafeBufferPointer { try aac.encode(interleaved: UnsafeBufferPointer(rebasing: $0[0..<k])) { try mux.writeAudio($0) } }
+                    n -= k
+                }
+            case .drop, .command: XCTFail("only kept samples and silence were submitted")
+            }
+        }
         t.start()
         let tone = (0..<480).map { Int16(8000 * sin(Double($0) * 2 * Double.pi / 48)) }  // 1 kHz
-        for _ in 0..<200 { tone.withUnsafeBufferPointer { t.submit($0.baseAddress, frames: 480) } }  // 2 s
-        t.submit(nil, frames: rate)                                                                 // 1 s of silence
+        for _ in 0..<200 { tone.withUnsafeBufferPointer { t.submit($0.baseAddress!, frames: 480) } }  // 2 s
+        t.submitSilence(frames: rate)                                                                 // 1 s of silence
         try t.close()
         XCTAssertNil(t.takeFailure())
         try aac.flush { try mux.writeAudio($0) }  // the caller's again after close()
@@ -50,16 +62,16 @@ final class AudioEncoderThreadTests: XCTestCase {
     /// the new target.
     func testQuiesceHandsTheConsumersStateBackToThePipeline() throws {
         let box = TargetBox()
-        let t = AudioEncoderThread(channels: 2, capacityFrames: 257) { box.consumed($0.count / 2) }
+        let t = AudioEncoderThread(channels: 2, capacityFrames: 257) { if case let .keep(s) = $0 { box.consumed(s.count / 2) } }
         t.quiesce()  // before start: nothing to wait for
         t.start()
         t.quiesce()  // nothing submitted: returns at once
         let chunk = [Int16](repeating: 7, count: 2 * 333)
-        for _ in 0..<30 { chunk.withUnsafeBufferPointer { t.submit($0.baseAddress, frames: 333) } }
+        for _ in 0..<30 { chunk.withUnsafeBufferPointer { t.submit($0.baseAddress!, frames: 333) } }
         t.quiesce()
         XCTAssertEqual(box.counts, [9990, 0], "all of it consumed when quiesce() returns")
         box.target = 1
-        for _ in 0..<15 { chunk.withUnsafeBufferPointer { t.submit($0.baseAddress, frames: 333) } }
+        for _ in 0..<15 { chunk.withUnsafeBufferPointer { t.submit($0.baseAddress!, frames: 333) } }
         try t.close()
         XCTAssertEqual(box.counts, [9990, 4995])
         try t.close()  // idempotent
@@ -76,19 +88,20 @@ final class AudioEncoderThreadTests: XCTestCase {
         let mux = try MP4Writer(path: path, video: nil, audio: aac)
         let box = TargetBox()
         let t = AudioEncoderThread(channels: 1, capacityFrames: 100) {
-            box.consumed($0.count)
-            try aac.encode(interleaved: $0) { try mux.writeAudio($0) }
+            guard case let .keep(s) = $0 else { return }
+            box.consumed(s.count)
+            try aac.encode(interleaved: s) { try mux.writeAudio($0) }
         }
         t.start()
         mux.markFailed("test: the disk is full", systemError: ENOSPC)
         let tone = (0..<480).map { Int16(8000 * sin(Double($0) * 2 * Double.pi / 48)) }
-        for _ in 0..<100 { tone.withUnsafeBufferPointer { t.submit($0.baseAddress, frames: 480) } }  // 480 times the ring
+        for _ in 0..<100 { tone.withUnsafeBufferPointer { t.submit($0.baseAddress!, frames: 480) } }  // 480 times the ring
         t.quiesce()
         let e = try XCTUnwrap(t.takeFailure() as? MediaError, "the failed write reaches the pipeline")
         XCTAssertEqual(e.systemError, ENOSPC)
         XCTAssertNil(t.takeFailure(), "once")
         XCTAssertLessThan(box.counts[0], 100 * 480, "after the failure the samples are dropped, not encoded")
-        t.submit(nil, frames: 48000)
+        t.submitSilence(frames: 48000)
         XCTAssertNoThrow(try t.close(), "the failure was taken: close() does not throw it again")
         try? aac.flush { _ in }
     }
@@ -100,7 +113,7 @@ final class AudioEncoderThreadTests: XCTestCase {
             let seen = Promise<ThreadView>()
             let t = AudioEncoderThread(channels: 1, capacityFrames: 16, priority: priority) { _ in seen.fulfill(ThreadView.current()) }
             t.start()
-            t.submit(nil, frames: 1)
+            t.submitSilence(frames: 1)
             try t.close()
             let view = seen.wait(until: SystemClock.now())
             XCTAssertEqual(view?.comm, "reel-aac")

@@ -202,6 +202,8 @@ public final class MP4Writer: @unchecked Sendable {
     /// Take 1's marker, waiting for the first fragment boundary.
     private var pendingMarkers: [TakeMarker] = []
     private var boundary: Boundary?
+    /// The last take announced and, per track, the latest start announced (takes come in media order).
+    private var announced: (index: Int, video: Int64?, audio: Int64?) = (0, nil, nil)
     private var held: [Held] = []
     private var heldBytes: [UInt8] = []
     private var cuts: [Cut] = []
@@ -429,6 +431,18 @@ public final class MP4Writer: @unchecked Sendable {
         guard index >= 1, (v ?? 0) >= 0, (a ?? 0) >= 0 else {
             throw MediaError("MP4Writer.beginTake on '\(path)': take \(index) at \(v ?? a ?? 0); takes count from 1 and start at 0 or later")
         }
+        // Takes come in media order: a later take (or the other track of the same one), starting
+        // no earlier than the last one announced on that track. Cuts and markers assume it.
+        if index < announced.index {
+            throw MediaError("MP4Writer.beginTake on '\(path)': take \(index) announced after take \(announced.index); takes must come in media order (an undone take is removed with rollback first)")
+        }
+        if let v, let last = announced.video, v < last {
+            throw MediaError("MP4Writer.beginTake on '\(path)': take \(index)'s video starts at \(v), before take \(announced.index)'s at \(last); takes must come in media order")
+        }
+        if let a, let last = announced.audio, a < last {
+            throw MediaError("MP4Writer.beginTake on '\(path)': take \(index)'s audio starts at sample \(a), before take \(announced.index)'s at \(last); takes must come in media order")
+        }
+        announced = (index, v ?? announced.video, a ?? announced.audio)
         if index == 1 {
             // The file's start: nothing before it to cut from.
             guard cuts.isEmpty, !pendingMarkers.contains(where: { $0.index == 1 }), markers.isEmpty else { return }
@@ -518,6 +532,8 @@ public final class MP4Writer: @unchecked Sendable {
         guard !finished else { throw MediaError("MP4Writer.rollback(take: \(take)) after finish() on '\(path)'") }
         guard take >= 2 else { throw MediaError("MP4Writer.rollback(take: \(take)) on '\(path)': take 1 is undone by starting the file again") }
         pendingMarkers.removeAll { $0.index >= take }
+        // The next take may start where the removed one did.
+        announced = (take - 1, nil, nil)
         let pending = boundary
         boundary = nil
         held.removeAll(keepingCapacity: true)

@@ -363,6 +363,31 @@ final class MP4WriterTests: XCTestCase {
     /// The sizes `syncFile` saw. @unchecked Sendable: written and read on the test's thread only.
     private final class Synced: @unchecked Sendable { var sizes: [Int64] = [] }
 
+    /// Takes must come in media order (cuts and markers assume it): an earlier take announced after
+    /// a later one, or a take starting before the last one on its track, fails clearly and writes
+    /// nothing; after a rollback the next take may start where the removed one did.
+    func testTakesOutOfMediaOrderFailClearly() throws {
+        let path = tempPath("order.mp4")
+        let venc = try H264Encoder(width: 64, height: 64, fps: Rational(30), settings: H264Settings())
+        let aenc = try AACEncoder(format: AudioFormat(sampleRate: 48000, channels: 1), settings: AACSettings())
+        let mp4 = try MP4Writer(path: path, video: venc, audio: aenc, fragmentMicros: 500_000)
+        try mp4.beginTake(index: 1, label: nil, start: 0)
+        try mp4.beginTake(index: 2, label: nil, start: 9000)
+        try mp4.beginAudioTake(index: 2, label: nil, sample: 4800)
+        XCTAssertThrowsError(try mp4.beginTake(index: 1, label: nil, start: 12000)) {
+            XCTAssertTrue("\($0)".contains("take 1 announced after take 2; takes must come in media order"), "\($0)")
+        }
+        XCTAssertThrowsError(try mp4.beginTake(index: 3, label: nil, start: 6000)) {
+            XCTAssertTrue("\($0)".contains("take 3's video starts at 6000, before take 2's at 9000"), "\($0)")
+        }
+        XCTAssertThrowsError(try mp4.beginAudioTake(index: 3, label: nil, sample: 100)) {
+            XCTAssertTrue("\($0)".contains("take 3's audio starts at sample 100, before take 2's at 4800"), "\($0)")
+        }
+        _ = try mp4.rollback(take: 2)
+        XCTAssertNoThrow(try mp4.beginTake(index: 2, label: "again", start: 9000))
+        _ = try mp4.abandon()
+    }
+
     /// A take the audio never reaches (a microphone that stopped without an error): after
     /// `videoStallMicros` of held video the take's cut is made without the audio, and undoing
     /// that take still cuts the file back to it. The next take (audio back) continues where take 1

@@ -38,9 +38,14 @@ let package = Package(
         // --- Pure Swift core: timeline, clocks, cuts, synthetic signals. No C, no devices. ---
         .target(name: "ReelCore", path: "Sources/ReelCore"),
 
+        // --- FFmpeg's handles (one owner each), av_strerror's text and AVRational as Rational: the one
+        // home ReelMedia and ReelVerify share (ReelVerify does not take ReelMedia, whose x264, libyuv and
+        // libturbojpeg reelctl does not link). ---
+        .target(name: "ReelFFmpeg", dependencies: ["ReelCore", "CFFmpeg"], path: "Sources/ReelFFmpeg"),
+
         // --- Media: encoders, muxer, pixel conversion over the C modules. ---
         .target(name: "ReelMedia",
-                dependencies: ["ReelCore", "ReelSystem", "CX264", "CX264Shim", "CFFmpeg", "CFFmpegShim", "CYUV", "CTurboJPEG"],
+                dependencies: ["ReelCore", "ReelSystem", "ReelFFmpeg", "CX264", "CX264Shim", "CFFmpeg", "CFFmpegShim", "CYUV", "CTurboJPEG"],
                 path: "Sources/ReelMedia"),
 
         // --- System: one errno text, one EINTR retry, the monotonic clock, locks and queues,
@@ -83,7 +88,7 @@ let package = Package(
                           path: "Sources/reeld"),
         // --- `reelctl verify`: checks a recording of the synthetic sources (port of scripts/reel_verify.py).
         // FFmpeg only (no x264, no devices). ---
-        .target(name: "ReelVerify", dependencies: ["ReelCore", "CFFmpeg", "CFFmpegShim"], path: "Sources/ReelVerify"),
+        .target(name: "ReelVerify", dependencies: ["ReelCore", "ReelFFmpeg", "CFFmpeg", "CFFmpegShim"], path: "Sources/ReelVerify"),
 
         .executableTarget(name: "reelctl",
                           dependencies: ["ReelControl", "ReelCore", "ReelSystem", "ReelVerify",
@@ -100,7 +105,7 @@ let package = Package(
         .executableTarget(name: "fuzz-boxes", dependencies: ["ReelFuzz"], path: "Sources/fuzz-boxes"),
 
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"], path: "Tests/ReelCoreTests"),
-        .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore", "CFFmpeg", "CX264", "CX264Shim"], path: "Tests/ReelMediaTests"),
+        .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelFFmpeg", "ReelCore", "CFFmpeg", "CFFmpegShim", "CX264", "CX264Shim"], path: "Tests/ReelMediaTests"),
         .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelSystem", "ReelCore"], path: "Tests/ReelControlTests"),
         .testTarget(name: "ReelConfigTests", dependencies: ["ReelConfig", "ReelCore"], path: "Tests/ReelConfigTests"),
         .testTarget(name: "ReelStorageTests", dependencies: ["ReelStorage", "ReelSystem", "ReelCore"], path: "Tests/ReelStorageTests"),

@@ -1,5 +1,6 @@
 internal import CFFmpeg
 internal import CFFmpegShim
+internal import ReelFFmpeg
 import ReelCore
 
 /// AAC-LC with libavcodec's native "aac" encoder. Takes interleaved S16 in any chunk size, converts to

@@ -1,4 +1,5 @@
 internal import CFFmpeg
+internal import ReelFFmpeg
 import ReelCore
 
 /// S16 interleaved in, S16 interleaved out at the same nominal rate, with libswresample's soft

@@ -1,5 +1,6 @@
 internal import CFFmpeg
 internal import CFFmpegShim
+internal import ReelFFmpeg
 import Glibc
 import ReelCore
 import ReelSystem

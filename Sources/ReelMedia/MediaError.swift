@@ -1,4 +1,5 @@
 internal import CFFmpeg
+internal import ReelFFmpeg
 
 /// The one error the media layer throws. `message` names what failed and, where there is one, the fix.
 public struct MediaError: Error, Equatable, CustomStringConvertible {
@@ -7,15 +8,6 @@ public struct MediaError: Error, Equatable, CustomStringConvertible {
     public let systemError: Int32?
     public init(_ message: String, systemError: Int32? = nil) { self.message = message; self.systemError = systemError }
     public var description: String { message }
-}
-
-/// `av_strerror` text for an FFmpeg return code.
-func avErrorText(_ code: Int32) -> String {
-    withUnsafeTemporaryAllocation(of: CChar.self, capacity: 256) { buf in
-        // Safe: buf has 256 bytes and av_strerror NUL-terminates within the given size.
-        guard let base = buf.baseAddress, av_strerror(code, base, 256) == 0 else { return "FFmpeg error \(code)" }
-        return String(cString: base)
-    }
 }
 
 /// Throws `MediaError("\(what): <av_strerror>")` when an FFmpeg call returned a negative code.

@@ -1,5 +1,6 @@
 internal import CFFmpeg
 internal import CFFmpegShim
+internal import ReelFFmpeg
 import ReelCore
 
 /// Reads raw video from a YUV4MPEG2 file (4:2:0 or 4:2:2) or S16 PCM from a WAV file, with
@@ -9,8 +10,8 @@ public final class MediaFileReader {
     public let path: String
     public let content: Content
 
-    private var ctx: UnsafeMutablePointer<AVFormatContext>?  // owned: avformat_close_input in deinit
-    private let packet: AVPacketBox                          // reused for every read
+    private let input: InputContext
+    private let packet: AVPacketBox   // reused for every read
     private var pending = 0     // audio: bytes of the current packet not yet handed out
     private var pendingOffset = 0
     // Video: one frame's bytes in the file, frames read or skipped so far, and the buffer
@@ -24,12 +25,10 @@ public final class MediaFileReader {
     public init(path: String, video: Bool) throws {
         self.path = path
         let what = "cannot read \(video ? "video" : "audio") file \(path)"
-        var c: UnsafeMutablePointer<AVFormatContext>? = nil
-        let fmt = av_find_input_format(video ? "yuv4mpegpipe" : "wav")
-        try checkAV(avformat_open_input(&c, path, fmt, nil), what)
-        ctx = c
+        input = try InputContext(path: path, format: av_find_input_format(video ? "yuv4mpegpipe" : "wav"), failure: MediaError.failing(what))
         packet = try AVPacketBox(what)
-        guard let c, c.pointee.nb_streams >= 1, let st = c.pointee.streams[0], let par = st.pointee.codecpar else {
+        let c = input.p
+        guard c.pointee.nb_streams >= 1, let st = c.pointee.streams[0], let par = st.pointee.codecpar else {
             throw MediaError("\(what): no stream found")
         }
         if video {
@@ -41,11 +40,11 @@ public final class MediaFileReader {
                 throw MediaError("\(what): pixel format \(String(cString: av_get_pix_fmt_name(AVPixelFormat(par.pointee.format)))) is not supported (use a 4:2:0 or 4:2:2 Y4M, e.g. ffmpeg -i in -pix_fmt yuv420p out.y4m)")
             }
             let r = st.pointee.avg_frame_rate.num > 0 ? st.pointee.avg_frame_rate : st.pointee.r_frame_rate
-            guard r.num > 0, r.den > 0, par.pointee.width % 2 == 0, par.pointee.height % 2 == 0 else {
+            guard r.num > 0, r.den > 0, let fps = Rational(r), par.pointee.width % 2 == 0, par.pointee.height % 2 == 0 else {
                 throw MediaError("\(what): needs even width and height and a frame rate in the header")
             }
             content = .video(VideoFormat(width: Int(par.pointee.width), height: Int(par.pointee.height),
-                                         fps: Rational(Int64(r.num), Int64(r.den)), pixelFormat: pf))
+                                         fps: fps, pixelFormat: pf))
             videoFrameBytes = pf.frameBytes(width: Int(par.pointee.width), height: Int(par.pointee.height))
         } else {
             guard par.pointee.codec_id == AV_CODEC_ID_PCM_S16LE else {
@@ -54,7 +53,7 @@ public final class MediaFileReader {
             content = .audio(AudioFormat(sampleRate: Int(par.pointee.sample_rate), channels: Int(par.pointee.ch_layout.nb_channels)))
         }
     }
-    deinit { avformat_close_input(&ctx); frameBuffer?.deallocate() }
+    deinit { frameBuffer?.deallocate() }
 
     /// Reads the next frame into `dst` (exactly one frame's bytes); false at the end of the file.
     public func readVideoFrame(into dst: UnsafeMutableRawBufferPointer) throws -> Bool {
@@ -93,7 +92,7 @@ public final class MediaFileReader {
     /// thread reading it must not allocate per frame. A frame is `FRAME[ params]\n` and its bytes.
     private func videoIO() throws -> UnsafeMutablePointer<AVIOContext> {
         guard case .video = content else { throw MediaError("\(path) is not a video file") }
-        guard let pb = ctx?.pointee.pb else { throw MediaError("\(path): the file is not open") }
+        guard let pb = input.p.pointee.pb else { throw MediaError("\(path): the file is not open") }
         return pb
     }
 
@@ -172,7 +171,7 @@ public final class MediaFileReader {
     }
 
     private func nextPacket() throws -> Bool {
-        let rc = av_read_frame(ctx, packet.p)
+        let rc = av_read_frame(input.p, packet.p)
         if rc == creel_averror_eof() { return false }
         try checkAV(rc, "cannot read \(path)")
         return true

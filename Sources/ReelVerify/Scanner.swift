@@ -1,6 +1,7 @@
 internal import CFFmpeg
 internal import CFFmpegShim
 import ReelCore
+internal import ReelFFmpeg
 import Synchronization
 
 /// Why a file could not be analysed at all (`reelctl verify` exits 2): names the file and the fix.
@@ -90,38 +91,7 @@ extension String {
     }
 }
 
-// MARK: - Handles
-
-private final class InputBox {
-    var p: UnsafeMutablePointer<AVFormatContext>?
-    deinit { avformat_close_input(&p) }
-}
-private final class CodecBox {
-    var p: UnsafeMutablePointer<AVCodecContext>?
-    deinit { avcodec_free_context(&p) }
-}
-private final class PacketBox {
-    var p: UnsafeMutablePointer<AVPacket>?
-    init() { p = av_packet_alloc() }
-    deinit { av_packet_free(&p) }
-}
-private final class FrameBox {
-    var p: UnsafeMutablePointer<AVFrame>?
-    init() { p = av_frame_alloc() }
-    deinit { av_frame_free(&p) }
-}
-
-func avText(_ code: Int32) -> String {
-    var buf = [CChar](repeating: 0, count: 256)
-    // Safe: buf has 256 bytes and av_strerror NUL-terminates within the given size.
-    let rc = buf.withUnsafeMutableBufferPointer { av_strerror(code, $0.baseAddress, 256) }
-    guard rc == 0 else { return "FFmpeg error \(code)" }
-    return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-}
-
 private func cString(_ p: UnsafePointer<CChar>?) -> String? { p.map { String(cString: $0) } }
-
-private func fraction(_ r: AVRational) -> Rational? { r.den == 0 || r.num == 0 ? nil : Rational(Int64(r.num), Int64(r.den)) }
 
 // MARK: - The strip reader
 
@@ -206,20 +176,19 @@ func scan(path: String) throws(VerifyError) -> Scan {
 }
 
 private func scanUnlocked(path: String) throws(VerifyError) -> Scan {
-    let input = InputBox()
-    var rc = avformat_open_input(&input.p, path, nil, nil)
-    guard rc >= 0, let fmt = input.p else {
-        throw VerifyError("cannot open \(path): \(avText(rc)) (give the path of an MP4 recorded by reeld)")
+    let input = try InputContext(path: path, format: nil) {
+        VerifyError("cannot open \(path): \($0) (give the path of an MP4 recorded by reeld)")
     }
-    rc = avformat_find_stream_info(fmt, nil)
+    let fmt = input.p
+    var rc = avformat_find_stream_info(fmt, nil)
     guard rc >= 0 else {
-        throw VerifyError("cannot read the streams of \(path): \(avText(rc)) (is it a complete MP4? a recording still in progress or cut short may be unreadable)")
+        throw VerifyError("cannot read the streams of \(path): \(avErrorText(rc)) (is it a complete MP4? a recording still in progress or cut short may be unreadable)")
     }
     var streams = StreamsInfo(format: cString(fmt.pointee.iformat?.pointee.name))
     var vIndex: Int32 = -1, aIndex: Int32 = -1
     for k in 0..<Int(fmt.pointee.nb_streams) {
         guard let st = fmt.pointee.streams[k], let par = st.pointee.codecpar else { continue }
-        let tb = fraction(st.pointee.time_base) ?? Rational(1, 1)
+        let tb = Rational(st.pointee.time_base) ?? Rational(1, 1)
         let start: Int64? = st.pointee.start_time == Int64.min ? nil : st.pointee.start_time
         let codec = cString(avcodec_get_name(par.pointee.codec_id))
         let profile = par.pointee.profile == FF_PROFILE_UNKNOWN ? nil : cString(avcodec_profile_name(par.pointee.codec_id, par.pointee.profile))
@@ -230,7 +199,7 @@ private func scanUnlocked(path: String) throws(VerifyError) -> Scan {
                 index: k, codec: codec, profile: profile,
                 pixFmt: par.pointee.format < 0 ? nil : cString(av_get_pix_fmt_name(pf)),
                 width: Int(par.pointee.width), height: Int(par.pointee.height), timeBase: tb, startPts: start,
-                rFrameRate: fraction(st.pointee.r_frame_rate), avgFrameRate: fraction(st.pointee.avg_frame_rate),
+                rFrameRate: Rational(st.pointee.r_frame_rate), avgFrameRate: Rational(st.pointee.avg_frame_rate),
                 nbFrames: st.pointee.nb_frames > 0 ? Int(st.pointee.nb_frames) : nil)
         } else if par.pointee.codec_type == AVMEDIA_TYPE_AUDIO && aIndex < 0 {
             aIndex = Int32(k)
@@ -244,30 +213,29 @@ private func scanUnlocked(path: String) throws(VerifyError) -> Scan {
         throw VerifyError("\(path) has neither a video nor an audio stream (is it a recording made by reeld?)")
     }
 
-    func openDecoder(_ index: Int32, _ kind: String) throws(VerifyError) -> CodecBox {
+    func openDecoder(_ index: Int32, _ kind: String) throws(VerifyError) -> CodecContext {
         let st = fmt.pointee.streams[Int(index)]!
         let par = st.pointee.codecpar!
         guard let codec = avcodec_find_decoder(par.pointee.codec_id) else {
             throw VerifyError("\(path): no decoder for its \(kind) codec \(cString(avcodec_get_name(par.pointee.codec_id)) ?? "?") (install the full libavcodec, e.g. apt-get install libavcodec59)")
         }
-        let box = CodecBox()
-        box.p = avcodec_alloc_context3(codec)
-        guard let ctx = box.p else { throw VerifyError("\(path): out of memory allocating the \(kind) decoder") }
+        let box = try CodecContext(codec) { VerifyError("\(path): \(kind) decoder: \($0)") }
+        let ctx = box.p
         var rc = avcodec_parameters_to_context(ctx, par)
-        guard rc >= 0 else { throw VerifyError("\(path): bad \(kind) codec parameters: \(avText(rc))") }
+        guard rc >= 0 else { throw VerifyError("\(path): bad \(kind) codec parameters: \(avErrorText(rc))") }
         ctx.pointee.pkt_timebase = st.pointee.time_base
         if kind == "video" { ctx.pointee.thread_count = 0 }   // as many threads as cores, like ffmpeg
         rc = avcodec_open2(ctx, codec, nil)
-        guard rc >= 0 else { throw VerifyError("\(path): cannot open the \(kind) decoder: \(avText(rc))") }
+        guard rc >= 0 else { throw VerifyError("\(path): cannot open the \(kind) decoder: \(avErrorText(rc))") }
         return box
     }
     let vdec = vIndex >= 0 ? try openDecoder(vIndex, "video") : nil
     let adec = aIndex >= 0 ? try openDecoder(aIndex, "audio") : nil
-    let packetBox = PacketBox()   // owns the packet until the scan returns
-    guard let packet = packetBox.p else { throw VerifyError("\(path): out of memory allocating a packet") }
-    let frameBox = FrameBox()
-    guard let frame = frameBox.p else { throw VerifyError("\(path): out of memory allocating a frame") }
-    defer { av_packet_unref(packet); withExtendedLifetime(packetBox) {}; withExtendedLifetime(frameBox) {} }
+    let packetBox = try AVPacketBox { VerifyError("\(path): \($0)") }
+    let frameBox = try Frame { VerifyError("\(path): \($0)") }
+    let packet = packetBox.p, frame = frameBox.p
+    // The boxes own the context, decoders, packet and frame until the scan returns.
+    defer { av_packet_unref(packet); withExtendedLifetime((input, vdec, adec, packetBox, frameBox)) {} }
 
     var geometry: StripGeometry? = nil
     // 8-bit formats whose first plane is the luma plane
@@ -356,22 +324,22 @@ private func scanUnlocked(path: String) throws(VerifyError) -> Scan {
     }
 
     /// Sends one packet (nil: drain) and takes every frame the decoder has ready.
-    func decode(_ dec: CodecBox, _ pkt: UnsafeMutablePointer<AVPacket>?, video: Bool) throws(VerifyError) {
-        let ctx = dec.p!
+    func decode(_ dec: CodecContext, _ pkt: UnsafeMutablePointer<AVPacket>?, video: Bool) throws(VerifyError) {
+        let ctx = dec.p
         let kind = video ? "video" : "audio"
         var rc = avcodec_send_packet(ctx, pkt)
         var resend = false
         if rc == eagain { resend = true }
         else if rc < 0 && rc != eof {
             let at = pkt.map { $0.pointee.pts != Int64.min ? " at pts \($0.pointee.pts)" : "" } ?? ""
-            out.errors.append("\(kind) packet\(at) does not decode: \(avText(rc))")
+            out.errors.append("\(kind) packet\(at) does not decode: \(avErrorText(rc))")
             return
         }
         while true {
             rc = avcodec_receive_frame(ctx, frame)
             if rc == eagain || rc == eof { break }
             if rc < 0 {
-                out.errors.append("\(kind) decoder: \(avText(rc))")
+                out.errors.append("\(kind) decoder: \(avErrorText(rc))")
                 break
             }
             defer { av_frame_unref(frame) }
@@ -387,7 +355,7 @@ private func scanUnlocked(path: String) throws(VerifyError) -> Scan {
         rc = av_read_frame(fmt, packet)
         if rc == eof { break }
         if rc < 0 {
-            out.errors.append("reading \(path) stopped: \(avText(rc)) (the file is truncated or damaged)")
+            out.errors.append("reading \(path) stopped: \(avErrorText(rc)) (the file is truncated or damaged)")
             break
         }
         if packet.pointee.stream_index == vIndex, let vdec {

@@ -250,6 +250,10 @@ final class VerifyTests: XCTestCase {
         let missing = try Synth.run(exe, ["verify", "/nonexistent/rec.mp4"])
         XCTAssertEqual(missing.status, 2)
         XCTAssertTrue(missing.stderr.contains("/nonexistent/rec.mp4") && missing.stderr.contains("No such file"), missing.stderr)
+        XCTAssertThrowsError(try scan(path: "/nonexistent/rec.mp4")) {
+            XCTAssertEqual(($0 as? VerifyError)?.message,
+                           "cannot open /nonexistent/rec.mp4: No such file or directory (give the path of an MP4 recorded by reeld)")
+        }
 
         let junk = NSTemporaryDirectory() + "reel-verify-junk-\(getpid()).mp4"
         try Data("not a recording\n".utf8).write(to: URL(fileURLWithPath: junk))

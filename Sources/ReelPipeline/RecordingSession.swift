@@ -7,128 +7,6 @@ import ReelStorage
 import ReelSystem
 import Synchronization
 
-/// Which sources and encoder settings a recording uses.
-public struct RecorderConfig: Sendable {
-    public enum Video: Sendable {
-        case none, test(VideoFormat)
-        /// A YUV4MPEG2 file (`--video y4m:PATH`).
-        case y4m(path: String, VideoFormat)
-        /// A V4L2 camera (`/dev/videoN`) at exactly this format, size and rate.
-        case v4l2(device: String, CameraRequest)
-    }
-    public enum Audio: Sendable {
-        case none, test(AudioFormat, skewPpm: Int64)
-        /// A 16-bit PCM WAV file (`--audio wav:PATH`).
-        case wav(path: String, AudioFormat)
-        /// An ALSA capture device (`hw:1,0`, `plughw:1,0`, `default`, ...).
-        case alsa(device: String, AudioFormat)
-    }
-    public var outputDir: String
-    public var video: Video
-    public var audio: Audio
-    public var paced: Bool
-    public var h264: H264Settings
-    public var aac: AACSettings
-    /// Resample the audio so its sample clock follows CLOCK_MONOTONIC (see `DriftLock`).
-    public var driftLock: Bool
-    /// Refuse to start, and finish a recording, when the output file system has less free space (0: no check).
-    public var minFreeBytes: Int64 = 0
-    /// When the file is synced to disk (see `FsyncPolicy`).
-    public var fsync: FsyncPolicy = .fragment
-    /// Program and arguments run after each completed recording, with the file's path appended (empty: none).
-    public var onFinish: [String] = []
-    public var onFinishTimeoutNs: Nanos = 120 * nanosPerSecond
-    /// The length cap: kept output (ns) at which a recording stops by itself (nil: none).
-    public var maxDuration: Nanos?
-    /// Camera controls set at every open of a V4L2 camera, in order: `[camera.controls]` from
-    /// the config file, then what `reelctl set` changed since reeld started (later wins).
-    public var cameraControls: [CameraControlAssignment] = []
-    /// Keep the live sources open and streaming while idle (`standby`; see `StandbyState`).
-    public var standby = false
-    public init(outputDir: String, video: Video, audio: Audio, paced: Bool, h264: H264Settings, aac: AACSettings,
-                driftLock: Bool = true) {
-        self.outputDir = outputDir; self.video = video; self.audio = audio; self.paced = paced; self.h264 = h264; self.aac = aac
-        self.driftLock = driftLock
-    }
-    /// What the pipeline receives from the video source (a camera's MJPEG arrives as I420).
-    public var videoFormat: VideoFormat? {
-        switch video {
-        case .none: return nil
-        case let .test(f), let .y4m(_, f): return f
-        case let .v4l2(_, r): return VideoFormat(width: r.width, height: r.height, fps: r.fps, pixelFormat: r.pixelFormat.delivered)
-        }
-    }
-    public var audioFormat: AudioFormat? {
-        switch audio {
-        case .none: return nil
-        case let .test(f, _), let .wav(_, f), let .alsa(_, f): return f
-        }
-    }
-    /// The video source as status shows it while idle, e.g. "v4l2 /dev/video0 640x360 30 yuyv".
-    public var videoDescription: String {
-        switch video {
-        case .none: return "none"
-        case let .test(f): return "test \(f.width)x\(f.height) \(f.fps) \(f.pixelFormat.rawValue)"
-        case let .y4m(path, f): return "y4m:\(path) \(f.width)x\(f.height) \(f.fps) \(f.pixelFormat.rawValue)"
-        case let .v4l2(d, r): return "v4l2 \(d) \(r.width)x\(r.height) \(r.fps) \(r.pixelFormat.rawValue)"
-        }
-    }
-    public var audioDescription: String {
-        switch audio {
-        case .none: return "none"
-        case let .test(f, _): return "test \(f.sampleRate) Hz \(f.channels) ch"
-        case let .wav(path, f): return "wav:\(path) \(f.sampleRate) Hz \(f.channels) ch"
-        case let .alsa(d, f): return "alsa \(d) \(f.sampleRate) Hz \(f.channels) ch"
-        }
-    }
-
-    /// Opens the capture sources this configuration names (not started); `videoOnly`: no audio.
-    package func openSources(logger: Logger, videoOnly: Bool = false) throws -> (video: (any CaptureSource)?, audio: (any CaptureSource)?) {
-        let vs: (any CaptureSource)?
-        switch video {
-        case .none: vs = nil
-        case let .test(f): vs = TestVideoSource(format: f, paced: paced)
-        case let .y4m(path, _): vs = try FileVideoSource(path: path, paced: paced)
-        case let .v4l2(device, request): vs = try V4L2VideoSource(path: device, request: request, logger: logger, controls: cameraControls)
-        }
-        guard !videoOnly else { return (vs, nil) }
-        let aso: (any CaptureSource)?
-        switch audio {
-        case .none: aso = nil
-        case let .test(f, skew): aso = TestAudioSource(format: f, skewPpm: skew, paced: paced)
-        case let .wav(path, _): aso = try FileAudioSource(path: path, paced: paced)
-        case let .alsa(device, f): aso = try ALSAAudioSource(device: device, format: f, logger: logger)
-        }
-        return (vs, aso)
-    }
-}
-
-/// What the control plane can see of a running recording; published by the pipeline thread.
-public struct SessionSnapshot: Sendable {
-    public var phase: Timeline.Phase = .recording
-    public var stopping = false
-    public var segmentDurations: [Nanos] = []
-    public var recordedNs: Nanos = 0
-    public var frames: Int64 = 0
-    public var droppedFrames: Int64 = 0
-    public var audioSamples: Int64 = 0
-    public var audioFilledSamples: Int64 = 0
-    public var timestampFixes: Int = 0
-    /// Per channel: the largest |sample| of the audio encoded (kept) over the last ~1 s, 0...32768.
-    public var audioPeak: [Int32] = []
-    /// Bytes of the MP4 written so far.
-    public var bytesWritten: Int64 = 0
-    /// The kept takes so far (the open one with no duration).
-    public var takes: [Timeline.Take] = []
-    /// Output time left before the length cap (nil: no cap); true once the cap stopped the recording.
-    public var remaining: Nanos?
-    public var capReached = false
-    /// The capture instant (CLOCK_MONOTONIC ns) of the file's time 0 (`SessionMachine.Progress.origin`).
-    public var origin: Nanos?
-
-    public init() {}
-}
-
 /// One recording: sources -> timeline -> encoders -> MP4, from `start` to the renamed file.
 ///
 /// Threads: each source has its capture thread; the decisions (timeline, cuts, silence), pixel
@@ -167,24 +45,24 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     /// `finished` is fulfilled, read after.
     package var handedOff: FinishedFile? { part.placed }
     package let config: RecorderConfig
-    private let logger: Logger
-    private let queue = BlockingQueue<Event>(capacity: 1024)
+    let logger: Logger
+    let queue = BlockingQueue<Event>(capacity: 1024)
     /// Fulfilled with how the recording ended when the pipeline thread ends.
     package let finished = Promise<RecordingOutcome>()
     private let monitor = Monitor()
     private var snapshotValue = SessionSnapshot()
     /// Unpaced interleaving: each stream's latest media time (video, audio), guarded by `turn`.
-    private let turn = Monitor()
-    private var position: [Nanos?] = [nil, nil]
+    let turn = Monitor()
+    var position: [Nanos?] = [nil, nil]
     static let unpacedSlack: Nanos = 500_000_000
     /// Video not arriving for this long counts as stalled (see `Timeline.videoStalled`).
     static let videoStallTimeout: Nanos = 1_000_000_000
     /// When the last video frame was handed over by the capture thread (CLOCK_MONOTONIC ns).
-    private let lastVideoArrival = Atomic<Int64>(0)
+    let lastVideoArrival = Atomic<Int64>(0)
 
     // Pipeline thread.
-    private let videoSource: (any CaptureSource)?
-    private let audioSource: (any CaptureSource)?
+    let videoSource: (any CaptureSource)?
+    let audioSource: (any CaptureSource)?
     /// Sources opened by the recorder (standby, snapshots): attached at start, detached at the end
     /// (the recorder stops or keeps them); nil: this session opened its own and stops them.
     private let live: LiveSources?
@@ -212,8 +90,8 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     // Liveness (Health.swift): registered in start(), removed when the pipeline finishes.
     private let health: HealthMonitor?
     private var pipelineBeat: Heartbeat?
-    private var videoBeat: Heartbeat?
-    private var audioBeat: Heartbeat?
+    var videoBeat: Heartbeat?
+    var audioBeat: Heartbeat?
 
     /// Requests at fixed source times (ns after T0), applied before the pipeline starts.
     private let schedule: [(Timeline.Request, Nanos)]
@@ -272,27 +150,6 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     package static let requestWaitNs: Nanos = 10 * nanosPerSecond
     static let requestGraceNs: Nanos = 60 * nanosPerSecond
 
-    /// Removes the last take (see `Timeline.undo`), only if it is take `expecting` when given;
-    /// blocks briefly.
-    package func undo(expecting: Int? = nil, deadline: Nanos? = nil) -> UndoOutcome {
-        let now = SystemClock.now()
-        let reply = DeadlineReply<UndoOutcome>(deadline: deadline ?? now + Self.requestWaitNs)
-        let at: Nanos? = config.paced ? now : nil
-        guard queue.put(.undo(at: at, expecting: expecting, reply: reply)) else { return .refused("cannot undo: the recording is finishing") }
-        switch reply.wait(grace: Self.requestGraceNs) {
-        case let .answered(outcome): return outcome
-        case .cancelled: return .failed(Self.givenUp("undo", within: reply.deadline - now))
-        case .unanswered: return .failed(Self.unanswered("undo"))
-        }
-    }
-
-    private static func givenUp(_ what: String, within: Nanos = requestWaitNs) -> String {
-        "cannot \(what): the pipeline did not answer within \((within + nanosPerSecond / 2) / nanosPerSecond) s (it is overloaded); the \(what) was cancelled and not applied, so it is safe to try again (see 'reelctl status')"
-    }
-    private static func unanswered(_ what: String) -> String {
-        "the \(what) was taken by the pipeline but not answered within \((requestWaitNs + requestGraceNs) / nanosPerSecond) s: it may have been applied (check 'reelctl status' and 'reelctl takes' before trying again)"
-    }
-
     /// The camera this recording captures from, for `controls` and `set` while recording.
     package var camera: V4L2VideoSource? { videoSource as? V4L2VideoSource }
 
@@ -332,75 +189,6 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         }
         videoSource?.start(at: t0, sink: self)
         audioSource?.start(at: t0, sink: self)
-    }
-
-    // MediaSink, called on capture threads.
-    package func deliver(_ event: MediaEvent, wait: Bool) -> Bool {
-        let beat: Heartbeat?
-        switch event {
-        case .video:
-            beat = videoBeat
-            lastVideoArrival.store(SystemClock.now(), ordering: .relaxed)
-        case .audio: beat = audioBeat
-        case .sourceFailed, .ended: beat = nil
-        }
-        beat?.beat()
-        if TestHooks.freezeCapturePath != nil, beat != nil, beat === (videoBeat ?? audioBeat) { freezeForTest() }
-        return wait ? queue.put(.media(event)) : queue.offer(.media(event))
-    }
-
-    /// Unpaced interleaving (see `MediaSink.awaitTurn`): a stream more than `unpacedSlack` of media
-    /// time ahead of the other waits, unless the other has finished or the recording is closing.
-    package func awaitTurn(video: Bool, at t: Nanos) {
-        guard videoSource != nil, audioSource != nil else { return }
-        let me = video ? 0 : 1, other = 1 - me
-        turn.withLock {
-            position[me] = t
-            turn.broadcast()
-            while !queue.isClosed {
-                guard let theirs = position[other] else {
-                    if (video ? audioSource : videoSource)?.hasExited == true { return }
-                    turn.wait(until: SystemClock.now() + 50_000_000); continue
-                }
-                if t <= theirs + Self.unpacedSlack { return }
-                // The other stream may have ended: its thread exits without posting again.
-                if (video ? audioSource : videoSource)?.hasExited == true { return }
-                turn.wait(until: SystemClock.now() + 50_000_000)
-            }
-        }
-    }
-
-    /// Test-only (REEL_TEST_FREEZE_CAPTURE): blocks this capture thread while the trigger file
-    /// exists, until the recording closes. Polls at 20 ms: a test hook, not synchronisation.
-    private func freezeForTest() {
-        guard TestHooks.freezeRequested() else { return }
-        logger.warning("test hook \(TestHooks.freezeCaptureVariable): freezing the capture thread")
-        while TestHooks.freezeRequested() && !queue.isClosed { SystemClock.sleep(until: SystemClock.now() + 20_000_000) }
-    }
-
-    /// Test-only (REEL_TEST_STALL_PIPELINE): holds the pipeline thread while the trigger file
-    /// exists. Polls at 20 ms: a test hook, not synchronisation.
-    private func stallForTest() {
-        guard TestHooks.pipelineStallRequested() else { return }
-        logger.warning("test hook \(TestHooks.stallPipelineVariable): stalling the pipeline thread")
-        while TestHooks.pipelineStallRequested() { SystemClock.sleep(until: SystemClock.now() + 20_000_000) }
-        logger.warning("test hook \(TestHooks.stallPipelineVariable): the pipeline thread goes on")
-    }
-
-    /// Asks the pipeline for a pause, resume or stop at the current instant; `label` names the take
-    /// a resume begins (nil: none, its chapter is "Take N"). Blocks briefly.
-    /// `deadline`: when the requester gives up (default `requestWaitNs` from now); a stop on
-    /// shutdown or a signal waits as long as the stop itself may take.
-    package func request(_ r: Timeline.Request, label: String? = nil, deadline: Nanos? = nil) -> Outcome {
-        let now = SystemClock.now()
-        let reply = DeadlineReply<Outcome>(deadline: deadline ?? now + Self.requestWaitNs)
-        let at: Nanos? = config.paced ? now : nil // unpaced: at the media position reached
-        guard queue.put(.request(r, at: at, label: label, reply: reply)) else { return .refused("cannot \(r): the recording is finishing") }
-        switch reply.wait(grace: Self.requestGraceNs) {
-        case let .answered(outcome): return outcome
-        case .cancelled: return .failed(Self.givenUp("\(r)", within: reply.deadline - now))
-        case .unanswered: return .failed(Self.unanswered("\(r)"))
-        }
     }
 
     // MARK: Pipeline thread

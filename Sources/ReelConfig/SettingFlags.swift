@@ -1,6 +1,8 @@
 /// The settings as command-line flags, from the setting table (`SettingKey.spec`): `--crf 20` or
-/// `--crf=20` for `crf`. reeld's ArgumentParser declares its other options and hands these over
-/// as the arguments it did not recognize; their help is `SettingDocs.flagHelp`.
+/// `--crf=20` for `crf`. A boolean setting's flag alone means true (`--standby`, as reeld's own
+/// `--unpaced`); `--standby=false` or `--standby false` set it either way. reeld's
+/// ArgumentParser declares its other options and hands these over as the arguments it did not
+/// recognize; their help is `SettingDocs.flagHelp`.
 public enum SettingFlags {
     /// The settings given, the last of a repeated flag winning; an error for anything else,
     /// naming it (reeld makes it a usage error, exit status 64). Values are checked later, with
@@ -28,6 +30,9 @@ public enum SettingFlags {
                 // reeld takes no positional arguments: what follows a flag is its value.
                 value = arguments[i]
                 i += 1
+            } else if key.kind == .bool {
+                settings[key] = .bool(true)
+                continue
             } else {
                 throw ConfigError("Missing value for '\(name) <value>' (write \(name)=VALUE for a value that starts with '--')",
                                   origin: .flag(name))

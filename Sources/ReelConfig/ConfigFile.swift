@@ -134,7 +134,7 @@ extension DaemonSettings {
 
     /// The file as text, or an error naming the line of the first byte that cannot be in a config
     /// file: invalid UTF-8, a NUL (a config file is text), or a \u0000 escape (a path or a name
-    /// would end there). Then the lines `hazard` and `bracketHazard` refuse.
+    /// would end there). What is not TOML is TOMLDocument's to refuse.
     static func checkedText(_ data: Data, path: String) throws(ConfigError) -> String {
         let bytes = [UInt8](data)
         func lineAt(_ offset: Int) -> Int { bytes[..<offset].reduce(1) { $1 == 0x0A ? $0 + 1 : $0 } }
@@ -159,108 +159,8 @@ extension DaemonSettings {
             if l.contains("\\u0000") || l.contains("\\u00000000") {
                 throw ConfigError("\(path):\(i + 1): a \\u0000 escape: a NUL cannot be in a setting (remove it)", origin: .file(path: path, line: i + 1))
             }
-            if let why = hazard(line) { throw ConfigError("\(path):\(i + 1): \(why)", origin: .file(path: path, line: i + 1)) }
         }
-        if let (line, why) = bracketHazard(text) { throw ConfigError("\(path):\(line): \(why)", origin: .file(path: path, line: line)) }
         return text
-    }
-
-    /// A '}' where an array expects a value (`[}`, `[1, }`), on which toml++ 3 (TOMLKit, reeld's
-    /// parser before TOMLDocument) aborted the process. TOMLDocument refuses it as well; this
-    /// names the mismatch plainly. It follows the brackets of values through strings and comments
-    /// and refuses a closing bracket that does not match the innermost open one (always a syntax
-    /// error). Returns the line and why.
-    static func bracketHazard(_ text: String) -> (Int, String)? {
-        let s = Array(text.unicodeScalars)
-        var stack: [Unicode.Scalar] = []
-        var line = 1
-        var i = 0
-        var lineStart = true
-        func starts(_ p: String, at k: Int) -> Bool {
-            let q = Array(p.unicodeScalars)
-            return k + q.count <= s.count && Array(s[k..<(k + q.count)]) == q
-        }
-        while i < s.count {
-            let c = s[i]
-            if c == "\n" { line += 1; lineStart = true; i += 1; continue }
-            if c == " " || c == "\t" || c == "\r" { i += 1; continue }
-            let atLineStart = lineStart
-            lineStart = false
-            if c == "#" {
-                while i < s.count && s[i] != "\n" { i += 1 }
-                continue
-            }
-            if atLineStart && stack.isEmpty && c == "[" {
-                // A table header: skip its line (hazard() checked how it starts).
-                while i < s.count && s[i] != "\n" && s[i] != "#" { i += 1 }
-                continue
-            }
-            if c == "\"" || c == "'" {
-                let multi = starts(c == "\"" ? "\"\"\"" : "'''", at: i)
-                let delim = String(repeating: String(c), count: multi ? 3 : 1)
-                i += delim.count
-                while i < s.count {
-                    if c == "\"" && s[i] == "\\" { i += 2; continue }
-                    if s[i] == "\n" {
-                        if !multi { break }  // an unterminated string: the parser says so
-                        line += 1
-                    }
-                    if starts(delim, at: i) { i += delim.count; break }
-                    i += 1
-                }
-                continue
-            }
-            switch c {
-            case "[", "{": stack.append(c)
-            case "]", "}":
-                if let open = stack.last {
-                    if (open == "[") != (c == "]") {
-                        return (line, "'\(c)' closes the '\(open)' opened before it; brackets must pair up, [ with ] and { with }")
-                    }
-                    stack.removeLast()
-                }
-            default: break
-            }
-            i += 1
-        }
-        return nil
-    }
-
-    /// Lines that crashed toml++ 3 (TOMLKit, reeld's parser before TOMLDocument): a table header
-    /// whose name starts with anything but a key character or a quote (`[[[`, `[=`, `[é]`, `[`
-    /// alone on its line) tripped an assertion, and a key dotted hundreds of thousands of levels
-    /// deep overflowed the stack. TOMLDocument refuses the first and reads the second without
-    /// recursion; these say plainly that reeld.toml has no tables and no dotted keys.
-    static func hazard(_ line: Substring) -> String? {
-        let t = line.drop { $0 == " " || $0 == "\t" }
-        if t.first == "[" {
-            var rest = t.dropFirst()
-            let double = rest.first == "["
-            if double { rest = rest.dropFirst() }
-            let spaced = rest.first == " " || rest.first == "\t"
-            rest = rest.drop { $0 == " " || $0 == "\t" }
-            let c = rest.unicodeScalars.first
-            let fine = c.map {
-                ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "_-\"']".unicodeScalars.contains($0)
-                    || ($0 == "[" && !double && spaced)
-            } ?? false
-            if !fine {
-                return "\(show(String(t.prefix(8)))) does not start a table header ([name]); reeld.toml has no tables (remove the line)"
-            }
-        }
-        // Dots outside quoted strings: a dotted key's depth (floats and dates have one or none).
-        var dots = 0
-        var quote: Character? = nil
-        var escaped = false
-        for ch in line {
-            if let q = quote {
-                if escaped { escaped = false } else if ch == "\\" && q == "\"" { escaped = true } else if ch == q { quote = nil }
-            } else if ch == "\"" || ch == "'" { quote = ch }
-            else if ch == "#" { break }
-            else if ch == "." { dots += 1 }
-        }
-        if dots > 64 { return "a key nested \(dots) levels deep; reeld.toml's keys are plain names, e.g. crf = 20" }
-        return nil
     }
 
     /// The lines of a file, LF or CRLF ("\r\n" is one Character in Swift, so splitting on "\n" alone

@@ -61,7 +61,7 @@ public enum SettingDocs {
             switch spec.kind {
             case .int: value = "<n>"
             case .strings: value = "<program>"
-            case .bool: value = "<bool>"
+            case .bool: value = "[<bool>]"
             case .string, .stringOrInt: value = "<value>"
             }
             let head = "  \(key.flag) \(value)"
@@ -69,6 +69,7 @@ public enum SettingDocs {
             if case let .oneOf(allowed) = spec.rule, !text.contains(allowed.joined(separator: ", ")) {
                 text += " One of \(allowed.joined(separator: ", "))."
             }
+            if spec.kind == .bool { text += " \(key.flag) alone means true." }
             text += " Default: \(shown(key.defaultValue)). \(key.environmentVariable), \(key.rawValue)."
             if spec.serveOnly { text += " 'reeld serve' only." }
             let lines = wrap(text, width: width - indent)

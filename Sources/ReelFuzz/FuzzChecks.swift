@@ -78,7 +78,7 @@ public enum FuzzChecks {
     /// with a value and a line of the text; a syntax error on a line of the text. Then the
     /// outcome of loading:
     /// - accepted: every key keeps its default or comes from this file; `--check-config`'s
-    ///   report lists every key; the typed accessors answer for every key;
+    ///   report lists every key; what is kept as written passes its key's check again;
     /// - refused: the message names the file;
     /// - both: a second load of the same text gives the same outcome.
     /// Then the same text through a `REEL_*` variable (`environment`).
@@ -102,14 +102,16 @@ public enum FuzzChecks {
         let first = load(data), second = load(data)
         switch (first, second) {
         case let (.success(a), .success(b)):
-            if a.values != b.values || a.origins != b.origins { problems.append("two loads of \(shown) differ") }
+            if a.values != b.values || a.given != b.given { problems.append("two loads of \(shown) differ") }
             for key in SettingKey.allCases {
-                switch a.origins[key] {
-                case .defaultValue?: continue
-                case .file(let path, _)? where path == configPath: continue
-                default: problems.append("key '\(key.rawValue)' has origin \(String(describing: a.origins[key])) after loading \(shown)")
+                switch a.origin(of: key) {
+                case .defaultValue: continue
+                case .file(let path, _) where path == configPath: break
+                default: problems.append("key '\(key.rawValue)' has origin \(a.origin(of: key)) after loading \(shown)")
                 }
-                _ = (a.string(key), a.int(key), a.strings(key), a.optionalString(key))
+                if let problem = key.spec.check(a.written(key)) {
+                    problems.append("key '\(key.rawValue)' was kept as \(a.written(key)), which its check refuses: \(problem)")
+                }
             }
             let report = a.report
             if let key = SettingKey.allCases.first(where: { !report.contains("\($0.rawValue) = ") }) {
@@ -134,9 +136,9 @@ public enum FuzzChecks {
         let value = String(text.unicodeScalars.dropFirst().prefix { $0 != "\0" })
         do {
             let settings = try DaemonSettings.resolve(configPath: "/dev/null", environment: [variable: value], flags: [:])
-            return settings.origins[key] == .environment(variable) ? [] : ["\(variable)=\(value.debugDescription) was ignored"]
+            return settings.origin(of: key) == .environment(variable) ? [] : ["\(variable)=\(value.debugDescription) was ignored"]
         } catch {
-            return error.description.contains(variable) ? []
+            return error.origin == .environment(variable) && error.description.contains(variable) ? []
                 : ["\(variable)=\(value.debugDescription) was refused without naming it: \(error)"]
         }
     }

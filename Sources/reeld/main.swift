@@ -78,7 +78,7 @@ struct Serve: ParsableCommand {
         for v in ["WATCHDOG_USEC", "WATCHDOG_PID", "NOTIFY_SOCKET"] { unsetenv(v) }
         let status = StatusChannel(notifier: notifier)
         let recorder = Recorder(config: config, logger: logger, onStateChange: { status.send($0) })
-        let metrics = settings.optionalString(.metricsFile).map { MetricsFile(path: $0, logger: logger, errors: recorder.errors) }
+        let metrics = settings.values.metricsFile.map { MetricsFile(path: $0, logger: logger, errors: recorder.errors) }
         let writeMetrics: @Sendable () -> Void = {
             metrics?.write(PrometheusText.render(recorder.statusInfo(), errors: recorder.errors.snapshot, syncLatencyNs: SyncLatency.last))
         }
@@ -93,7 +93,7 @@ struct Serve: ParsableCommand {
             logger.notice("start-up recovery is taking more than \(Storage.recoveryWaitBeforeReadyNs / nanosPerSecond) s; serving meanwhile (it goes on in the background)")
         }
 
-        let policy = PeerPolicy(groupName: settings.optionalString(.controlGroup), userName: settings.optionalString(.controlUser))
+        let policy = PeerPolicy(groupName: settings.values.controlGroup, userName: settings.values.controlUser)
         policy.warnings.forEach { logger.warning("\($0)") }
         let server: ControlServer
         let listening: String
@@ -105,7 +105,7 @@ struct Serve: ParsableCommand {
                                        limits: limits, authorize: policy.authorizer)
                 listening = "socket-activated fd \(passed.fd)\(passed.name.map { " (\($0))" } ?? "")"
             } else {
-                let path = settings.string(.socket)
+                let path = settings.values.socket
                 server = try ControlServer(path: path, handler: recorder, logger: logger,
                                            limits: limits, authorize: policy.authorizer)
                 listening = path
@@ -137,8 +137,7 @@ struct Serve: ParsableCommand {
             do {
                 let (fresh, cfg) = try options.load(environment: env)
                 recorder.reconfigure(cfg)
-                let fixed = SettingKey.allCases.filter(\.spec.restartToApply)
-                let changed = fixed.filter { fresh.values[$0] != settings.values[$0] }.map(\.rawValue)
+                let changed = fresh.keysDiffering(from: settings).filter(\.spec.restartToApply).map(\.rawValue)
                 if !changed.isEmpty { logger.warning("SIGHUP: \(changed.joined(separator: ", ")) changed but apply only after a restart ('systemctl restart reeld')") }
                 logger.notice("SIGHUP: configuration re-read\(fresh.filePath.map { " from \($0)" } ?? ""); it applies from the next recording")
             } catch {
@@ -164,7 +163,7 @@ struct Serve: ParsableCommand {
 /// (to the journal when stderr is it), SIGPIPE ignored, FFmpeg's and x264's messages routed to
 /// the log, then where the settings came from and the warnings about them (and `warnings`).
 func startProcess(_ settings: DaemonSettings, environment env: [String: String], warnings more: [String] = []) -> Logger {
-    let level = Logger.Level(rawValue: settings.string(.logLevel)) ?? .info
+    let level = Logger.Level(settings.values.logLevel)
     let journal = JournalStream.isStderr(environment: env)
     LoggingSystem.bootstrap { _ in ReelLogHandler(level: level, journal: journal) }
     let logger = Logger(label: "reeld")
@@ -202,82 +201,94 @@ struct DaemonOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Resample the audio so its clock follows CLOCK_MONOTONIC (keeps A/V in sync on a drifting sound card).")
     var driftLock = true
 
-    mutating func validate() throws { _ = try SettingFlags.parse(settingArguments) }
+    mutating func validate() throws { _ = try flagSettings }
 
-    /// The flags given on the command line, as settings (they beat environment and file).
-    var flagSettings: [SettingKey: SettingValue] { get throws { try SettingFlags.parse(settingArguments) } }
+    /// The flags given on the command line, as settings (they beat environment and file); a
+    /// mistake in them is a usage error.
+    var flagSettings: [SettingKey: SettingValue] {
+        get throws {
+            do { return try SettingFlags.parse(settingArguments) } catch { throw ValidationError(error.description) }
+        }
+    }
 
     /// Settings and the recorder configuration they make; errors name the file and line,
     /// variable or flag, and the key.
     func load(environment: [String: String]) throws -> (DaemonSettings, RecorderConfig) {
         let s = try DaemonSettings.resolve(configPath: config, environment: environment, flags: try flagSettings)
-        do {
-            return (s, try makeConfig(s))
-        } catch let e as ValidationError {
-            // Name where the offending key was set ("invalid --video 'x'" came from the file?).
-            let key = SettingKey.allCases.first { e.message.contains($0.flag + " ") || e.message.contains($0.flag + ":") }
-            if let key, let origin = s.origins[key], origin != .flag(key.flag) {
-                throw ConfigError("\(origin): key '\(key.rawValue)': \(e.message)")
-            }
-            throw ConfigError(e.message)
-        }
+        return (s, try makeConfig(s))
     }
 
     /// The recorder configuration of checked settings: what the table checks is not checked
-    /// again here, only what combines keys or needs a file opened.
-    func makeConfig(_ s: DaemonSettings) throws -> RecorderConfig {
-        let (w, h) = s.videoSize, rate = s.frameRate, cpf = s.pixelFormat
-        guard abs(testAudioSkewPpm) < 100_000 else { throw ValidationError("invalid --test-audio-skew-ppm \(testAudioSkewPpm): use -99999 to 99999") }
+    /// again here, only what combines keys or needs a file opened. An error names the key whose
+    /// value it is about (`DaemonSettings.error`: where it was set).
+    func makeConfig(_ settings: DaemonSettings) throws(ConfigError) -> RecorderConfig {
+        let s = settings.values
+        let (w, h) = (s.size.width, s.size.height), rate = s.fps, cpf = s.pixelFormat
+        guard abs(testAudioSkewPpm) < 100_000 else { throw ConfigError("invalid --test-audio-skew-ppm \(testAudioSkewPpm): use -99999 to 99999") }
         let vf = VideoFormat(width: w, height: h, fps: rate, pixelFormat: cpf.delivered)
-        let af = AudioFormat(sampleRate: s.int(.sampleRate), channels: s.int(.channels))
+        let af = AudioFormat(sampleRate: s.sampleRate, channels: s.channels)
         let v: RecorderConfig.Video
-        switch s.videoSource {
+        switch s.video {
         case .test:
-            guard cpf != .mjpeg else { throw ValidationError("--pixel-format mjpeg needs a camera: the test source renders yuyv, uyvy, nv12 or yuv420") }
+            guard cpf != .mjpeg else { throw settings.error(.pixelFormat, "--pixel-format mjpeg needs a camera: the test source renders yuyv, uyvy, nv12 or yuv420") }
             v = .test(vf)
         case .none: v = .none
         case let .y4m(path):
-            guard case let .video(f) = try probe(path, video: true).content else { throw ValidationError("\(path) holds no video") }
+            guard case let .video(f) = try probe(path, video: true, settings).content else { throw settings.error(.video, "\(path) holds no video") }
             v = .y4m(path: path, f)
         case let .camera(path):
-            guard !unpaced else { throw ValidationError("--unpaced applies to the synthetic sources and files only, not to camera \(path)") }
+            guard !unpaced else { throw settings.error(.video, "--unpaced applies to the synthetic sources and files only, not to camera \(path)") }
             v = .v4l2(device: path, CameraRequest(width: w, height: h, fps: rate, pixelFormat: cpf))
         }
         let a: RecorderConfig.Audio
-        switch s.audioSource {
+        switch s.audio {
         case .test: a = .test(af, skewPpm: testAudioSkewPpm)
         case .none: a = .none
         case let .wav(path):
-            guard case let .audio(f) = try probe(path, video: false).content else { throw ValidationError("\(path) holds no audio") }
+            guard case let .audio(f) = try probe(path, video: false, settings).content else { throw settings.error(.audio, "\(path) holds no audio") }
             a = .wav(path: path, f)
         case let .alsa(device):
-            guard !unpaced else { throw ValidationError("--unpaced applies to the synthetic sources and files only, not to alsa:\(device)") }
+            guard !unpaced else { throw settings.error(.audio, "--unpaced applies to the synthetic sources and files only, not to alsa:\(device)") }
             a = .alsa(device: device, af)
         }
-        if case .none = v, case .none = a { throw ValidationError("--video none and --audio none: nothing to record") }
+        if case .none = v, case .none = a { throw settings.error(.video, "--video none and --audio none: nothing to record") }
         var h264 = H264Settings()
-        h264.preset = s.string(.preset); h264.tune = s.optionalString(.tune); h264.crf = s.int(.crf)
-        h264.bitrateKbps = s.int(.bitrate) == 0 ? nil : s.int(.bitrate)
-        h264.keyintSeconds = s.int(.keyint); h264.profile = s.string(.profile)
+        h264.preset = s.preset; h264.tune = s.tune; h264.crf = s.crf
+        h264.bitrateKbps = s.bitrate == 0 ? nil : s.bitrate
+        h264.keyintSeconds = s.keyint; h264.profile = s.profile
         var aac = AACSettings()
-        aac.bitrate = s.int(.audioBitrate)
-        let outputDir = s.string(.outputDir)
-        let dir = outputDir.hasPrefix("/") ? outputDir : FileManager.default.currentDirectoryPath + "/" + outputDir
+        aac.bitrate = s.audioBitrate
+        let dir = s.outputDir.hasPrefix("/") ? s.outputDir : FileManager.default.currentDirectoryPath + "/" + s.outputDir
         var config = RecorderConfig(outputDir: dir, video: v, audio: a, paced: !unpaced, h264: h264, aac: aac, driftLock: driftLock)
-        config.minFreeBytes = Int64(s.int(.minFreeMB)) * 1_000_000
-        config.onFinish = s.strings(.onFinish)
-        config.onFinishTimeoutNs = Int64(s.int(.onFinishTimeout)) * nanosPerSecond
-        config.fsync = s.fsyncPolicy
+        config.minFreeBytes = Int64(s.minFreeMB) * 1_000_000
+        config.onFinish = s.onFinish
+        config.onFinishTimeoutNs = Int64(s.onFinishTimeout) * nanosPerSecond
+        config.fsync = s.fsync
         config.maxDuration = s.maxDuration
-        config.cameraControls = s.cameraControls
-        config.standby = s.bool(.standby)
+        config.cameraControls = settings.cameraControls
+        config.standby = s.standby
         return config
     }
 
     /// Opens a source file once to learn its format; a bad file is a startup error naming it.
-    private func probe(_ path: String, video: Bool) throws -> MediaFileReader {
+    private func probe(_ path: String, video: Bool, _ settings: DaemonSettings) throws(ConfigError) -> MediaFileReader {
         do { return try MediaFileReader(path: path, video: video) }
-        catch { throw ValidationError("\(error)") }
+        catch { throw settings.error(video ? .video : .audio, "\(error)") }
+    }
+}
+
+extension Logger.Level {
+    /// swift-log's level of the same name.
+    init(_ level: LogLevel) {
+        switch level {
+        case .trace: self = .trace
+        case .debug: self = .debug
+        case .info: self = .info
+        case .notice: self = .notice
+        case .warning: self = .warning
+        case .error: self = .error
+        case .critical: self = .critical
+        }
     }
 }
 

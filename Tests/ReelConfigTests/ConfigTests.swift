@@ -21,14 +21,14 @@ final class ConfigTests: XCTestCase {
         let path = try file("crf = 20\nkeyint = 4\npreset = \"fast\"\n")
         let s = try DaemonSettings.resolve(configPath: path, environment: ["REEL_KEYINT": "5", "REEL_PRESET": "slow"],
                                            flags: [.preset: .string("medium")])
-        XCTAssertEqual(s.int(.crf), 20)
-        XCTAssertEqual(s.origins[.crf], .file(path: path, line: 1))
-        XCTAssertEqual(s.int(.keyint), 5)
-        XCTAssertEqual(s.origins[.keyint], .environment("REEL_KEYINT"))
-        XCTAssertEqual(s.string(.preset), "medium")
-        XCTAssertEqual(s.origins[.preset], .flag("--preset"))
-        XCTAssertEqual(s.int(.sampleRate), 48000)
-        XCTAssertEqual(s.origins[.sampleRate], .defaultValue)
+        XCTAssertEqual(s.values.crf, 20)
+        XCTAssertEqual(s.origin(of: .crf), .file(path: path, line: 1))
+        XCTAssertEqual(s.values.keyint, 5)
+        XCTAssertEqual(s.origin(of: .keyint), .environment("REEL_KEYINT"))
+        XCTAssertEqual(s.values.preset, "medium")
+        XCTAssertEqual(s.origin(of: .preset), .flag("--preset"))
+        XCTAssertEqual(s.values.sampleRate, 48000)
+        XCTAssertEqual(s.origin(of: .sampleRate), .defaultValue)
     }
 
     /// `reeld record` and the daemon's own settings: a flag is an error naming it, the
@@ -45,6 +45,85 @@ final class ConfigTests: XCTestCase {
         XCTAssertTrue(plain.errors.isEmpty && plain.warnings.isEmpty, "the config file is the daemon's too: \(plain)")
         // What a recording uses is never serve-only.
         for key: SettingKey in [.video, .audio, .crf, .preset, .fsync, .maxDuration, .logLevel] { XCTAssertFalse(key.spec.serveOnly, key.rawValue) }
+    }
+
+    /// Each value is kept in the type its check reads it into, from whichever layer set it; what
+    /// `--check-config` reports is what was written.
+    func testValuesAreKeptTypedFromEveryLayer() throws {
+        let path = try file("""
+            fps = "30000/1001"
+            size = "1280x720"
+            video = "v4l2:/dev/video2"
+            audio = "wav:/tmp/a.wav"
+            pixel_format = "i420"
+            max_duration = "2.5"
+            tune = ""
+            control_user = ""
+            fsync = "none"
+            log_level = "debug"
+            on_finish = ["/bin/echo", "x y"]
+            """)
+        let s = try DaemonSettings.resolve(configPath: path, environment: ["REEL_STANDBY": "yes", "REEL_CRF": "30"],
+                                           flags: [.bitrate: .int(900), .metricsFile: .string("/tmp/r.prom")])
+        let v = s.values
+        XCTAssertEqual(v.fps, Rational(30000, 1001))
+        XCTAssertEqual(v.size, VideoSize(width: 1280, height: 720))
+        XCTAssertEqual(v.video, .camera(device: "/dev/video2"))
+        XCTAssertEqual(v.audio, .wav(path: "/tmp/a.wav"))
+        XCTAssertEqual(v.pixelFormat, .yuv420)
+        XCTAssertEqual(v.maxDuration, 2_500_000_000)
+        XCTAssertNil(v.tune)
+        XCTAssertNil(v.controlUser)
+        XCTAssertEqual(v.controlGroup, "reel")
+        XCTAssertEqual(v.fsync, .none)
+        XCTAssertEqual(v.logLevel, .debug)
+        XCTAssertEqual(v.onFinish, ["/bin/echo", "x y"])
+        XCTAssertEqual(v.standby, true)
+        XCTAssertEqual(v.crf, 30)
+        XCTAssertEqual(v.bitrate, 900)
+        XCTAssertEqual(v.metricsFile, "/tmp/r.prom")
+        XCTAssertEqual(s.written(.pixelFormat), .string("i420"))
+        XCTAssertTrue(s.report.contains("\npixel_format = \"i420\"  # \(path):5\n"), s.report)
+        // 0 is no cap; an integer is seconds.
+        XCTAssertNil(try DaemonSettings.resolve(configPath: "/dev/null", environment: [:], flags: [.maxDuration: .string("0")]).values.maxDuration)
+        let capped = try file("max_duration = 90\n")
+        XCTAssertEqual(try DaemonSettings.resolve(configPath: capped, environment: [:], flags: [:]).values.maxDuration, 90_000_000_000)
+    }
+
+    /// A value of the wrong kind is refused naming where it came from, never read as 0 or as a
+    /// one-element list (a caller in-process can hand the resolver any `SettingValue`).
+    func testAValueOfTheWrongKindIsAnError() {
+        XCTAssertEqual(error(nil, flags: [.crf: .string("7")]), "invalid --crf: expected an integer")
+        XCTAssertEqual(error(nil, flags: [.standby: .string("true")]), "invalid --standby: expected true or false")
+        XCTAssertEqual(error(nil, flags: [.onFinish: .string("/bin/true")]), "invalid --on-finish: expected an array of strings")
+        XCTAssertEqual(error(nil, flags: [.video: .int(0)]), "invalid --video: expected a string")
+        XCTAssertEqual(error(nil, flags: [.fps: .bool(true)]), "invalid --fps: expected an integer or a string")
+    }
+
+    /// What reeld finds wrong past the table (a combination of keys, a source file) names where
+    /// the key was set, through the error's origin, not its text.
+    func testAnErrorAboutAKeyNamesWhereItWasSet() throws {
+        let path = try file("\nvideo = \"none\"\n")
+        let fromFile = try DaemonSettings.resolve(configPath: path, environment: [:], flags: [:])
+        let e1 = fromFile.error(.video, "nothing to record")
+        XCTAssertEqual(e1.description, "\(path):2: key 'video': nothing to record")
+        XCTAssertEqual(e1.origin, .file(path: path, line: 2))
+        let fromEnvironment = try DaemonSettings.resolve(configPath: path, environment: ["REEL_VIDEO": "test"], flags: [:])
+        XCTAssertEqual(fromEnvironment.error(.video, "x").description, "environment REEL_VIDEO: key 'video': x")
+        let fromFlag = try DaemonSettings.resolve(configPath: path, environment: [:], flags: [.video: .string("test")])
+        let e3 = fromFlag.error(.video, "--video test: x")
+        XCTAssertEqual(e3.description, "--video test: x")
+        XCTAssertEqual(e3.origin, .flag("--video"))
+        XCTAssertEqual(DaemonSettings().error(.audio, "y").origin, .defaultValue)
+    }
+
+    /// SIGHUP compares typed values: the same setting written another way has not changed.
+    func testKeysDifferingCompareTypedValues() throws {
+        let a = try DaemonSettings.resolve(configPath: "/dev/null", environment: [:], flags: [.socket: .string("/run/a.sock"), .pixelFormat: .string("i420")])
+        let b = try DaemonSettings.resolve(configPath: "/dev/null", environment: [:],
+                                           flags: [.socket: .string("/run/b.sock"), .pixelFormat: .string("yuv420"), .crf: .int(23)])
+        XCTAssertEqual(b.keysDiffering(from: a), [.socket])
+        XCTAssertEqual(a.keysDiffering(from: a), [])
     }
 
     func testUnknownKeyNamesFileLineAndKey() throws {
@@ -85,10 +164,11 @@ final class ConfigTests: XCTestCase {
         let s = try DaemonSettings.resolve(configPath: path, environment: [:], flags: [:])
         let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
         for k in SettingKey.allCases {
-            guard case let .file(_, line?) = s.origins[k] else { return XCTFail("\(k.rawValue) is not set in config/reeld.toml") }
+            guard case let .file(_, line?) = s.origin(of: k) else { return XCTFail("\(k.rawValue) is not set in config/reeld.toml") }
             XCTAssertTrue(lines[line - 2].hasPrefix("#"), "\(k.rawValue) has no comment above it")
-            XCTAssertEqual(s.values[k], k.defaultValue, "config/reeld.toml's \(k.rawValue) differs from the built-in default")
+            XCTAssertEqual(s.written(k), k.defaultValue, "config/reeld.toml's \(k.rawValue) differs from the built-in default")
         }
+        XCTAssertEqual(s.values, Settings.defaults)
     }
 
     // MARK: [camera.controls]

@@ -8,7 +8,7 @@ final class MetricsSettingTests: XCTestCase {
         XCTAssertNil(SettingKey.metricsFile.problem(.string("/var/lib/node_exporter/textfile_collector/reel.prom")))
         XCTAssertNotNil(SettingKey.metricsFile.problem(.string("reel.prom")))
         let s = try DaemonSettings.resolve(configPath: "/dev/null", environment: ["REEL_METRICS_FILE": "/tmp/x.prom"], flags: [:])
-        XCTAssertEqual(s.optionalString(.metricsFile), "/tmp/x.prom")
-        XCTAssertNil(DaemonSettings().optionalString(.metricsFile), "metrics_file is off by default")
+        XCTAssertEqual(s.values.metricsFile, "/tmp/x.prom")
+        XCTAssertNil(DaemonSettings().values.metricsFile, "metrics_file is off by default")
     }
 }

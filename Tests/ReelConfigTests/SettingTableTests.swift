@@ -33,23 +33,55 @@ final class SettingTableTests: XCTestCase {
         let s = try DaemonSettings.resolve(configPath: path, environment: [:], flags: [:])
         let lines = SettingDocs.configFile.split(separator: "\n", omittingEmptySubsequences: false)
         for k in SettingKey.allCases {
-            guard case let .file(_, line?) = s.origins[k] else { return XCTFail("\(k.rawValue) is not set in the generated file") }
-            XCTAssertEqual(s.values[k], k.defaultValue, k.rawValue)
+            guard case let .file(_, line?) = s.origin(of: k) else { return XCTFail("\(k.rawValue) is not set in the generated file") }
+            XCTAssertEqual(s.written(k), k.defaultValue, k.rawValue)
             let comment = lines[..<(line - 1)].reversed().prefix { $0.hasPrefix("#") && !$0.hasPrefix("# ---") }.reversed()
                 .map { $0.dropFirst(2) }.joined(separator: "\n")
             XCTAssertEqual(comment, k.spec.doc, "the comment above \(k.rawValue)")
         }
+        XCTAssertEqual(s.values, Settings.defaults)
     }
 
     func testEveryDefaultPassesItsOwnCheckAndParses() {
         for k in SettingKey.allCases { XCTAssertNil(k.problem(k.defaultValue), "\(k.rawValue)'s default \(k.defaultValue)") }
-        let s = DaemonSettings()
-        XCTAssertEqual(s.videoSize.width, 640)
-        XCTAssertEqual(s.frameRate, Rational(30, 1))
+        let s = DaemonSettings().values
+        XCTAssertEqual(s, Settings.defaults)
+        XCTAssertEqual(s.size, VideoSize(width: 640, height: 360))
+        XCTAssertEqual(s.fps, Rational(30, 1))
         XCTAssertEqual(s.pixelFormat, .yuyv)
-        XCTAssertEqual(s.videoSource, .camera(device: "/dev/video0"))
-        XCTAssertEqual(s.audioSource, .alsa(device: "default"))
-        XCTAssertEqual(s.fsyncPolicy, .fragment)
+        XCTAssertEqual(s.video, .camera(device: "/dev/video0"))
+        XCTAssertEqual(s.audio, .alsa(device: "default"))
+        XCTAssertEqual(s.fsync, .fragment)
+        XCTAssertEqual(s.logLevel, .info)
+        XCTAssertEqual(s.controlGroup, "reel")
+        XCTAssertNil(s.controlUser)
+        XCTAssertNil(s.maxDuration)
+        XCTAssertNil(s.metricsFile)
+        XCTAssertEqual(s.crf, 23)
+        XCTAssertEqual(s.standby, false)
+    }
+
+    /// Each field of `Settings` is the field of exactly one key, so every field is set from the
+    /// table (none keeps the placeholder `Settings.defaults` starts from), and no key's value
+    /// lands in another's field.
+    func testEachFieldOfTheTypedSettingsIsOneKeys() {
+        let fields = Mirror(reflecting: Settings.defaults).children.compactMap(\.label)
+        XCTAssertEqual(fields.count, SettingKey.allCases.count, "fields: \(fields)")
+        let paths = SettingKey.allCases.map { $0.spec.field.keyPath as AnyKeyPath }
+        XCTAssertEqual(Set(paths).count, paths.count, "two keys write the same field")
+        // Named as their keys' cases, so `settings.values.crf` is `crf`.
+        XCTAssertEqual(Set(fields), Set(SettingKey.allCases.map { "\($0)" }))
+        // A value set for a key is read back from its own field (each kind once).
+        let probes: [(SettingKey, SettingValue, AnyHashable)] = [
+            (.crf, .int(31), 31), (.standby, .bool(true), true), (.onFinish, .strings(["/bin/x"]), ["/bin/x"]),
+            (.preset, .string("slow"), "slow"),
+            (.fps, .string("25"), Rational(25, 1)), (.size, .string("320x180"), VideoSize(width: 320, height: 180)),
+        ]
+        for (key, value, want) in probes {
+            var s = Settings.defaults
+            XCTAssertNil(key.spec.field.write(value, &s), key.rawValue)
+            XCTAssertEqual(s[keyPath: key.spec.field.keyPath as AnyKeyPath] as? AnyHashable, want, key.rawValue)
+        }
     }
 
     /// What the docs say a key takes is what its check takes: the range of an integer key, the
@@ -63,7 +95,7 @@ final class SettingTableTests: XCTestCase {
             case let .range(r, _): must = ["\(r.lowerBound) to \(r.upperBound)"]
             case let .oneOf(values): must = values
             case .boolean: must = ["true", "false"]
-            case .check, .program: break
+            case .text, .program: break
             }
             for text in must {
                 XCTAssertTrue(spec.doc.contains(text), "\(k.rawValue)'s comment lacks \(text)")

@@ -53,11 +53,12 @@ def test_help_lists_every_setting_with_default_and_variable(reel_bin_dir):
         for key, shown in keys.items():
             flag = "--" + key.replace("_", "-")
             default = "none" if shown in ('""', "[]") else shown.strip('"')
-            entry = re.search(rf" {re.escape(flag)} <\w+> (.*?) REEL_{key.upper()}, {key}\.", flat)
+            entry = re.search(rf" {re.escape(flag)} (<\w+>|\[<\w+>\]) (.*?) REEL_{key.upper()}, {key}\.", flat)
             assert entry, (argv, key, flat[:3000])
-            assert f"Default: {default}." in entry.group(1), (argv, key, entry.group(1))
+            assert f"Default: {default}." in entry.group(2), (argv, key, entry.group(2))
     crf = " ".join(reeld(reel_bin_dir, "--help").stdout.split())
     assert re.search(r"--crf <n> x264 constant rate factor \(1 to 51,", crf), crf
+    assert re.search(r"--standby \[<bool>\] .* --standby alone means true\. Default: false\.", crf), crf
 
 
 def test_flag_mistakes_are_named(reel_bin_dir):
@@ -76,3 +77,21 @@ def test_flag_mistakes_are_named(reel_bin_dir):
               "--duration", "1", "--sample-rate", "7999")
     assert r.returncode == 2 and "invalid --sample-rate: 7999 is out of range (use 8000 to 192000 Hz)" in r.stderr, r.stderr
     assert not os.path.exists("/tmp/reel-never.mp4")
+
+
+def test_a_boolean_setting_as_a_bare_flag_means_true(reel_bin_dir):
+    """`--standby` alone is standby = true (as `--unpaced` is); `--standby=false`, `--standby false`
+    and the other words the environment takes still set it, and a word that is none still fails."""
+    for args, want in ((["--standby"], "true"), (["--standby", "--crf", "20"], "true"), (["--crf", "20", "--standby"], "true"),
+                       (["--standby=false"], "false"), (["--standby", "false"], "false"), (["--standby", "no"], "false"),
+                       (["--standby=true", "--standby", "off"], "false"), (["--standby", "false", "--standby"], "true")):
+        r = reeld(reel_bin_dir, "--check-config", *args)
+        assert r.returncode == 0, (args, r.stderr)
+        assert re.search(rf"^standby = {want}  # flag --standby$", r.stdout, re.M), (args, r.stdout)
+    r = reeld(reel_bin_dir, "--check-config", "--standby", "maybe")
+    assert r.returncode == 64 and "invalid --standby: 'maybe' is not true or false" in r.stderr, r.stderr
+    r = reeld(reel_bin_dir, "--check-config", "--standby=")
+    assert r.returncode == 64 and "invalid --standby: '' is not true or false" in r.stderr, r.stderr
+    # Every other setting still needs its value.
+    r = reeld(reel_bin_dir, "--check-config", "--crf", "--standby")
+    assert r.returncode == 64 and "Missing value for '--crf <value>'" in r.stderr, r.stderr

@@ -36,5 +36,13 @@ public struct FrameSlots: Sendable {
         return rescale(max(lastSlot + 1, nearest(out)), nanosPerSecond * fps.den, fps.num)
     }
 
+    /// Where the output ends when no frame closes it (a stop resolved at its instant, in a camera
+    /// gap): the first slot start at or after `out`, after the last frame's. nil before any frame.
+    public func end(atOrAfter out: Nanos) -> Nanos? {
+        guard let lastSlot else { return nil }
+        let slot = max(lastSlot + 1, rescale(out, fps.num, nanosPerSecond * fps.den, rounding: .up))
+        return rescale(slot, nanosPerSecond * fps.den, fps.num)
+    }
+
     private func nearest(_ out: Nanos) -> Int64 { rescale(out, fps.num, nanosPerSecond * fps.den) }
 }

@@ -219,6 +219,10 @@ public struct SessionMachine: Sendable {
     private var heldAction: Action?
     /// Frames given to the encoder.
     public private(set) var framesEncoded: Int64 = 0
+    /// Where the video track ends (pts in `videoTimeBase`) when the last take ends past its last
+    /// frame's slot (a camera gap before the stop): the last frame lasts until there. nil: the
+    /// last frame's own duration ends it.
+    public private(set) var videoEndPTS: Int64?
     private var audioFirstSample: Int64?
     /// Source samples taken in (delivered, and lost ones filled with silence).
     private var audioReceived: Int64 = 0
@@ -267,7 +271,10 @@ public struct SessionMachine: Sendable {
         guard configuration.paced else { return }
         timeline.advance(to: now)
         if configuration.videoFPS != nil, now - lastVideoArrival > configuration.stallLimit {
+            let stopWasResolved = timeline.isStopResolved
             timeline.videoStalled(upTo: now - configuration.stallLimit)
+            // A stop the camera's gap resolved at its instant: the take still ends on the grid.
+            if !stopWasResolved, timeline.isStopResolved { endOnTheGrid(withoutFrame: true) }
         }
     }
 
@@ -334,10 +341,19 @@ public struct SessionMachine: Sendable {
     /// jitter puts it in that one (a camera's timestamps jitter by milliseconds; under emulation a
     /// frame came 20 ms after the one before at 30 fps). At the frame's own capture time the
     /// audio would end up to a frame and a half before the video.
-    private mutating func endOnTheGrid() {
-        guard let out = timeline.endOutput, let end = slots?.end(closedAt: out),
+    ///
+    /// `withoutFrame`: no frame resolved it (the camera's gap, a video source that failed): the
+    /// take ends at the grid point at or after the stop's instant, audio to the sample, and the
+    /// last frame lasts until there (`videoEndPTS`), so a gap just before a stop shortens neither track.
+    private mutating func endOnTheGrid(withoutFrame: Bool = false) {
+        guard let out = timeline.endOutput, let slots, let last = slots.lastSlot,
+              let end = withoutFrame ? slots.end(atOrAfter: out) : slots.end(closedAt: out),
               let take = timeline.takes.last, takeMarks.last?.take == take.number else { return }
         timeline.endAudio(atOutput: end)
+        let tb = configuration.videoTimeBase, fps = slots.fps
+        let lastEnd = rescale(last + 1, tb.den * fps.den, fps.num * tb.num)
+        let endPTS = rescale(end, tb.den, nanosPerSecond * tb.num)
+        videoEndPTS = endPTS > lastEnd ? endPTS : nil
     }
 
     /// Cut `k`, just resolved by a frame, is a pause: the take's audio ends on the frame grid,
@@ -450,7 +466,11 @@ public struct SessionMachine: Sendable {
                     sourceFailureHandled = true
                     if timeline.phase != .stopped { _ = try? timeline.request(.stop, at: timeline.horizon) }
                     // A video source that failed delivers no frame to resolve cuts on.
-                    if configuration.videoFPS != nil, sourceExited(true) { timeline.videoEnded(at: timeline.horizon) }
+                    if configuration.videoFPS != nil, sourceExited(true) {
+                        let stopWasResolved = timeline.isStopResolved
+                        timeline.videoEnded(at: timeline.horizon)
+                        if !stopWasResolved, timeline.isStopResolved { endOnTheGrid(withoutFrame: true) }
+                    }
                     return .stopForSourceFailure(msg)
                 }
             case .publish:

@@ -582,14 +582,19 @@ public final class MP4Writer: @unchecked Sendable {
     private func micros(_ x: Int64, _ t: Track) -> Int64 { rescale(x, 1_000_000 * t.timeBase.num, t.timeBase.den) }
 
     /// Writes the last fragment and closes the file. Does not rename it.
-    public func finish() throws { try lock.withLock { try finishLocked() } }
+    /// `videoEnd`: where the video track ends (pts, video time base) when that is past its last
+    /// frame's end (a camera gap before the stop): the last frame lasts until there.
+    public func finish(videoEnd: Int64? = nil) throws { try lock.withLock { try finishLocked(videoEnd: videoEnd) } }
 
-    private func finishLocked() throws {
+    private func finishLocked(videoEnd: Int64? = nil) throws {
         if let failure { throw failure }
         guard !finished else { return }
         guard !closed else { throw MediaError("MP4Writer.finish on '\(path)': the file was already abandoned") }
         if let b = boundary { try cutTake(b) }
-        if let h = heldVideo, let video { try writeHeldVideo(h, duration: h.duration, video) }
+        if let h = heldVideo, let video {
+            let extra = videoEnd.map { max(0, $0 - ((video.maxPts ?? h.pts) + h.duration)) } ?? 0
+            try writeHeldVideo(h, duration: h.duration + extra, video)
+        }
         let ctx = out.p
         // The last fragment explicitly (a NULL packet flushes with frag_custom), then the trailer,
         // which with skip_trailer writes nothing more.

@@ -471,7 +471,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
                 case .failed: by = .error
                 case .complete, .nothingKept: by = machine.progress.capReached ? .cap : .stop
                 }
-                _ = try part.finish(by: by)
+                _ = try part.finish(by: by, videoEnd: machine.videoEndPTS)
             } catch let e {
                 if part.writeFailure == nil {
                     finishError = "\(e)"

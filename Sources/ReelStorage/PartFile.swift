@@ -90,8 +90,9 @@ package final class PartFile: @unchecked Sendable {
 
     /// The writer's trailer is out (`MP4Writer.finish`): the last sync, the standard MP4 (on its
     /// failure, logged, the fragmented file, which plays, is kept) and the rename.
-    package func finish(by: FinishedBy) throws -> FinishedFile? {
-        try writer.finish()
+    /// `videoEnd`: see `MP4Writer.finish(videoEnd:)`.
+    package func finish(by: FinishedBy, videoEnd: Int64? = nil) throws -> FinishedFile? {
+        try writer.finish(videoEnd: videoEnd)
         closeSyncer()  // the trailer is on disk before the name says the file is complete
         guard !takeSyncFailure() else { return nil }
         Storage.finishMP4(path, logger: logger)

@@ -405,9 +405,27 @@ final class SessionMachineTests: XCTestCase {
         XCTAssertEqual(m.ending, .complete)
         XCTAssertEqual(m.videoCaptured, frames(0..<60))
         XCTAssertEqual(m.audio, [Run(from: 0, count: 144_000)])
+        // Both tracks end at the stop's 3 s, on the grid: the last frame (slot 59) lasts until there.
+        XCTAssertEqual(m.machine.videoEndPTS, 270_000)
         // The stop resolves once video has been missing for 1 s past it (last frame arrived at 1.98 s).
         XCTAssertGreaterThanOrEqual(m.end, t0 + 4 * s)
         XCTAssertLessThanOrEqual(m.end, t0 + 4040 * ms)
+    }
+
+    /// A camera gap just before a stop off the grid: the take still ends on the video grid (the
+    /// first slot at or after the stop's instant), audio to the sample, and the last frame lasts
+    /// until there, so neither track is shorter than the other.
+    func testACameraGapBeforeAStopEndsBothTracksOnTheGrid() {
+        var m = ManualSession(start: t0)
+        m.camera(from: t0, until: t0 + 2 * s, latency: 15 * ms)
+        m.microphone(from: t0, until: t0 + 10 * s, chunk: 480, latency: 25 * ms)
+        m.request(.stop, at: t0 + 3010 * ms)
+        m.run(until: t0 + 20 * s)
+        XCTAssertEqual(m.ending, .complete)
+        XCTAssertEqual(m.videoCaptured, frames(0..<60))
+        // 3.010 s lies in slot 90; the grid point at or after it is slot 91's start, 3.0333 s.
+        XCTAssertEqual(m.audio, [Run(from: 0, count: 145_600)])
+        XCTAssertEqual(m.machine.videoEndPTS, 91 * 3000)
     }
 
     func testAMicrophoneThatStopsDeliveringIsCompletedWithSilenceAfterTwoSeconds() {
@@ -475,7 +493,8 @@ final class SessionMachineTests: XCTestCase {
 
     func testACameraFailingMidTakeEndsTheVideoAndCutsTheAudioThere() {
         // The camera's last frame is at 1.9667 s; its failure arrives at 2.015 s and its thread has
-        // exited: the stop resolves at that instant (no frame will come), audio to sample 96720.
+        // exited: the stop resolves at that instant (no frame will come). The take ends on the grid
+        // at or after it, 2.0333 s: audio to sample 97600, the last frame lasting until there.
         var m = ManualSession(start: t0)
         let why = "camera /dev/video0 failed: input/output error (unplugged?)"
         m.camera(from: t0, until: t0 + 2 * s, latency: 15 * ms)
@@ -485,7 +504,8 @@ final class SessionMachineTests: XCTestCase {
         m.run(until: t0 + 20 * s)
         XCTAssertEqual(m.ending, .sourceFailed(why))
         XCTAssertEqual(m.videoCaptured, frames(0..<60))
-        XCTAssertEqual(m.audio, [Run(from: 0, count: 96_720)])
+        XCTAssertEqual(m.audio, [Run(from: 0, count: 97_600)])
+        XCTAssertEqual(m.machine.videoEndPTS, 61 * 3000)
         XCTAssertLessThan(m.end, t0 + 2100 * ms)
     }
 

@@ -27,7 +27,7 @@ final class RecorderLifecycleModelTests: XCTestCase {
         var final: String { "/v/r\(n).mp4" }
     }
 
-    static let outcomeCount = 6
+    static let outcomeCount = 7
     static func outcome(_ s: Session) -> (RecordingOutcome, M.EndFacts) {
         let p = s.part, f = s.final
         switch s.o {
@@ -38,6 +38,7 @@ final class RecorderLifecycleModelTests: XCTestCase {
                         M.EndFacts(handedOff: FinishedFile(path: f, by: .writeFailed), leftover: f))
         case 3: return (.cutShort(kept: .unrecovered(p), reason: .writeFailed("U\(s.n)")), M.EndFacts(handedOff: nil, leftover: p))
         case 4: return (.failed("F\(s.n)"), M.EndFacts(handedOff: nil, leftover: nil))
+        case 5: return (.failed("G\(s.n)"), M.EndFacts(handedOff: FinishedFile(path: f, by: .error), leftover: f))
         default: return (.nothingKept, M.EndFacts())
         }
     }
@@ -165,7 +166,8 @@ final class RecorderLifecycleModelTests: XCTestCase {
         case .shutdown:
             let stop = w.m.shutdown()
             w.closing = true
-            if stop != !w.untaken.isEmpty { return fail("shutdown says stop: \(stop) with \(w.untaken) under way") }
+            // A start under way makes a recording: it is stopped once made (the stop waits for the lock).
+            if stop != (!w.untaken.isEmpty || w.holder == .start) { return fail("shutdown says stop: \(stop) with \(w.holder), \(w.untaken) under way") }
         case let .standby(f):
             let steps = w.m.standby(failure: f)
             let new = f != nil && f != w.standbyFailure
@@ -201,11 +203,13 @@ final class RecorderLifecycleModelTests: XCTestCase {
         case 2: w.lastFile = s.final; w.lastError = "W\(s.n)"
         case 3: w.lastFile = s.part; w.lastError = "U\(s.n)"
         case 4: w.lastError = "F\(s.n)"
+        case 5: w.lastFile = s.final; w.lastError = "G\(s.n)"
         default: break
         }
-        // The `finished` event: the finished file, none when nothing was kept, else not sent.
+        // The `finished` event: the file handed on, none when nothing was kept, else not sent.
         let finished = end.steps.filter { if case .finished = $0 { return true }; return false }
-        let announced: [M.Step] = outcome.file.map { [.finished(file: $0)] } ?? (outcome == .nothingKept ? [.finished(file: nil)] : [])
+        let announced: [M.Step] = (facts.handedOff?.path ?? outcome.file).map { [.finished(file: $0)] }
+            ?? (outcome == .nothingKept ? [.finished(file: nil)] : [])
         if finished != announced { return "\(outcome): \(finished)" }
         // Handed on exactly once when the session left a finished file.
         let handOns = end.steps.filter { if case .handOn = $0 { return true }; return false }

@@ -167,6 +167,24 @@ final class RecorderLifecycleTests: XCTestCase {
         XCTAssertEqual(end3.steps.last, .handOn(FinishedFile(path: final, by: .error)))
     }
 
+    /// A recording that failed after its file was finished all the same (an encoder error after
+    /// the last fragment) hands that file on (REEL_FINISHED_BY=error): the `finished` event and
+    /// journal line must name it, as they do every other file handed on. They did not: an events
+    /// client or a `REEL_EVENT=finished` query never learnt of it.
+    func testAFileFinishedDespiteAFailureIsAnnouncedFinished() throws {
+        var (m, r) = recording()
+        var f = facts
+        f.handedOff = FinishedFile(path: final, by: .error)
+        f.leftover = final
+        let end = try XCTUnwrap(m.ended(id: r.id, .failed("x264: out of memory"), f))
+        XCTAssertEqual(end.steps, [.log(.error, "recording ended with an error: x264: out of memory",
+                                        ["REEL_EVENT": "failed", "REEL_FILE": "\(final)", "REEL_PART": "\(part)"]),
+                                   .error("recording \(part) ended with an error: x264: out of memory", .recording)]
+                       + finishedSteps(final, by: .error))
+        XCTAssertEqual(m.lastFile, final)
+        XCTAssertEqual(m.lastError, "x264: out of memory")
+    }
+
     func testEveryTakeUndoneEndsWithNoFileAndAFinishedEventWithout() throws {
         var (m, r) = recording()
         let end = try XCTUnwrap(m.ended(id: r.id, .nothingKept, facts))
@@ -227,6 +245,21 @@ final class RecorderLifecycleTests: XCTestCase {
         XCTAssertEqual(m.standby(failure: "cannot open /dev/video0: busy").count, 1, "another one")
         XCTAssertEqual(m.standby(failure: nil), [])
         XCTAssertEqual(m.standby(failure: "cannot open /dev/video0: busy").count, 1, "again after it was warm")
+    }
+
+    /// A start under way when shutdown begins makes a recording: shutdown must stop it (its stop
+    /// waits for the start), and is not over until it ended. It said nothing to stop: shutdown
+    /// returned, the start went on, and reeld's exit cut its recording into a .part.
+    func testShutdownWhileAStartIsUnderWayStopsTheRecordingItMakes() {
+        var m = M()
+        XCTAssertNil(m.startAsked())
+        XCTAssertTrue(m.shutdown())
+        XCTAssertFalse(m.isQuiet)
+        let r = m.started(part: part, final: final, dir: "/v", minFreeBytes: 0, warm: false, video: "test", audio: "none").recording
+        XCTAssertEqual(m.stopAsked(), .success(r))
+        XCTAssertNotNil(m.ended(id: r.id, .complete(file: final), facts))
+        m.reported()
+        XCTAssertTrue(m.isQuiet)
     }
 
     func testShutdownRefusesEveryStartAndStopsTheRecording() {

@@ -156,15 +156,15 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         Handoff.resume(in: config.outputDir, recovered: made, hook: config.onFinish, timeoutNs: config.onFinishTimeoutNs, logger: logger)
     }
 
-    /// Finishes any recording (SIGTERM/SIGINT) and waits for its file, at most until `deadline`;
-    /// refuses every `start` from now on. Returns once the end of every recording has been handled
-    /// (its on_finish program started), or at the deadline.
+    /// Finishes any recording (SIGTERM/SIGINT), also the one a start under way makes, and waits
+    /// for its file, at most until `deadline`; refuses every `start` from now on. Returns once the
+    /// end of every recording has been handled (its on_finish program started), or at the deadline.
     public func shutdown(deadline: Nanos) {
         if changeLifecycle({ $0.shutdown() }) {
             logger.notice("shutting down: finishing the current recording")
             _ = stop(id: nil, deadline: deadline)
         }
-        waitForLifecycle(until: deadline) { $0.reporting == 0 }
+        waitForLifecycle(until: deadline) { $0.isQuiet }
         standby.shutdown()
     }
 

@@ -46,8 +46,10 @@ import ReelStorage
 ///   at error, `lastError`, counted as `low_space`, published, and the recording is stopped.
 /// - Standby: each new failure of the warm devices becomes `lastError` and an `error` event
 ///   (`source`) once; the same failure again is not reported.
-/// - Shutdown: from then on every `start` is refused; a recording is stopped; the shutdown is over
-///   once the lifecycle is quiet (`isQuiet`: idle and every ending reported).
+/// - Shutdown: from then on every `start` is refused; a recording is stopped, also the one a start
+///   under way makes (the stop waits for the start); the shutdown is over once the lifecycle is
+///   quiet (`isQuiet`: no start under way, no recording, every ending reported), so a recording
+///   ending by itself meanwhile (a failed source, the cap) is waited for too.
 struct RecorderLifecycle: Hashable, Sendable {
     /// A recording as the lifecycle knows it (the session itself is the recorder's).
     struct Recording: Hashable, Sendable {
@@ -279,9 +281,10 @@ struct RecorderLifecycle: Hashable, Sendable {
         return [.error(message, .source)]
     }
 
-    /// Shutdown begins: true when there is a recording to stop.
+    /// Shutdown begins: true when there is a recording to stop, or a start under way that is
+    /// making one (the stop waits for it).
     mutating func shutdown() -> Bool {
         closing = true
-        return recording != nil
+        return phase != .idle
     }
 }

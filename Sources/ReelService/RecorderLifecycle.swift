@@ -36,7 +36,7 @@ import ReelStorage
 ///     `lastError` E, `lastFile` the file left; a `failed` line (error); counted as `storage`.
 ///   - failed (an encoder, the audio backlog, finishing the file): `lastError` E, `lastFile` the
 ///     file left; a `failed` line (error); counted as `recording`, published as "recording P ended
-///     with an error: E"; a file finished all the same is handed on.
+///     with an error: E"; then a file finished all the same is reported as complete (`finished`).
 ///   - nothing kept (every take undone): no file; a notice; the `finished` event without a file.
 /// - A `stop` is answered from the outcome: the file (complete, or cut short by a source); no file
 ///   (nothing kept); else `failed` with the error (a failed write's message as it is; otherwise
@@ -248,8 +248,9 @@ struct RecorderLifecycle: Hashable, Sendable {
             leftBehind()
             steps += [.log(.error, "recording ended with an error: \(e)", RecordingLog.fields(.failed, file: r.final, part: r.part)),
                       .error(Self.endedWithError(r.part, e), .recording)]
-            // Finished into a file all the same (an encoder failed after the last fragment): handed on too.
-            if let f = facts.handedOff { steps.append(.handOn(f)) }
+            // Finished into a file all the same (an encoder failed after the last fragment): announced
+            // and handed on as any other.
+            if let f = facts.handedOff { finishedInto(f.path) }
         case .nothingKept:
             steps += [.log(.notice, "recording stopped with every take undone: no file (\(r.final) was not written)", nil),
                       .finished(file: nil)]

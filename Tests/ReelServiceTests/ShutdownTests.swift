@@ -108,6 +108,33 @@ final class ServiceGroupTests: XCTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: "\(dir)/during.mp4"), "its recording was finished")
         XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/during.mp4.part"))
     }
+
+    /// A recording that stops by itself (here: at its length cap) as shutdown begins is waited
+    /// for: shutdown's own stop is refused (the pipeline is stopping already), and shutdown
+    /// returned then, before the file was finished; reeld's exit would cut it into a .part.
+    func testShutdownWaitsForARecordingStoppingByItself() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("reel-shutdown-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let config = RecorderConfig(outputDir: dir,
+                                    video: .test(VideoFormat(width: 64, height: 64, fps: Rational(10), pixelFormat: .i420)),
+                                    audio: .test(AudioFormat(sampleRate: 48000, channels: 1), skewPpm: 0),
+                                    paced: true, h264: H264Settings(), aac: AACSettings())
+        let recorder = Recorder(config: config, logger: Logger(label: "test"))
+        let events = recorder.events
+        let subscriber = events.subscribe()
+        let capped = Promise<Bool>()
+        events.addWaker {
+            let lines = events.take(subscriber).lines.map { String(decoding: $0, as: UTF8.self) }
+            if lines.contains(where: { $0.contains("\"cap_reached\"") }) { capped.fulfill(true) }
+        }
+        let reply = recorder.handle(Request(cmd: .start, name: "capped", maxDurationNs: 300_000_000))
+        XCTAssertTrue(reply.ok, "\(String(describing: reply.error))")
+        XCTAssertNotNil(capped.wait(until: SystemClock.now() + 30 * nanosPerSecond), "no cap_reached")
+        recorder.shutdown(deadline: SystemClock.now() + 60 * nanosPerSecond)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: "\(dir)/capped.mp4"), "shutdown returned before the file was finished")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/capped.mp4.part"))
+    }
 }
 
 final class RecorderShutdownTests: XCTestCase {
@@ -167,5 +194,32 @@ final class RecorderShutdownTests: XCTestCase {
         XCTAssertTrue(reply.ok, "\(String(describing: reply.error))")
         XCTAssertTrue(FileManager.default.fileExists(atPath: "\(dir)/during.mp4"), "its recording was finished")
         XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/during.mp4.part"))
+    }
+
+    /// A recording that stops by itself (here: at its length cap) as shutdown begins is waited
+    /// for: shutdown's own stop is refused (the pipeline is stopping already), and shutdown
+    /// returned then, before the file was finished; reeld's exit would cut it into a .part.
+    func testShutdownWaitsForARecordingStoppingByItself() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("reel-shutdown-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let config = RecorderConfig(outputDir: dir,
+                                    video: .test(VideoFormat(width: 64, height: 64, fps: Rational(10), pixelFormat: .i420)),
+                                    audio: .test(AudioFormat(sampleRate: 48000, channels: 1), skewPpm: 0),
+                                    paced: true, h264: H264Settings(), aac: AACSettings())
+        let recorder = Recorder(config: config, logger: Logger(label: "test"))
+        let events = recorder.events
+        let subscriber = events.subscribe()
+        let capped = Promise<Bool>()
+        events.addWaker {
+            let lines = events.take(subscriber).lines.map { String(decoding: $0, as: UTF8.self) }
+            if lines.contains(where: { $0.contains("\"cap_reached\"") }) { capped.fulfill(true) }
+        }
+        let reply = recorder.handle(Request(cmd: .start, name: "capped", maxDurationNs: 300_000_000))
+        XCTAssertTrue(reply.ok, "\(String(describing: reply.error))")
+        XCTAssertNotNil(capped.wait(until: SystemClock.now() + 30 * nanosPerSecond), "no cap_reached")
+        recorder.shutdown(deadline: SystemClock.now() + 60 * nanosPerSecond)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: "\(dir)/capped.mp4"), "shutdown returned before the file was finished")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/capped.mp4.part"))
     }
 }

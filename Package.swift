@@ -104,12 +104,14 @@ let package = Package(
         .executableTarget(name: "fuzz-marker", dependencies: ["ReelFuzz"], path: "Sources/fuzz-marker"),
         .executableTarget(name: "fuzz-boxes", dependencies: ["ReelFuzz"], path: "Sources/fuzz-boxes"),
 
-        .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"], path: "Tests/ReelCoreTests"),
+        // The tests' shared helpers (the seeded generator), not shipped.
+        .target(name: "ReelTestSupport", path: "Tests/ReelTestSupport"),
+        .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore", "ReelTestSupport"], path: "Tests/ReelCoreTests"),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelFFmpeg", "ReelCore", "CFFmpeg", "CFFmpegShim", "CX264", "CX264Shim"], path: "Tests/ReelMediaTests"),
         .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelSystem", "ReelCore"], path: "Tests/ReelControlTests"),
-        .testTarget(name: "ReelConfigTests", dependencies: ["ReelConfig", "ReelCore"], path: "Tests/ReelConfigTests"),
+        .testTarget(name: "ReelConfigTests", dependencies: ["ReelConfig", "ReelCore", "ReelTestSupport"], path: "Tests/ReelConfigTests"),
         .testTarget(name: "ReelStorageTests", dependencies: ["ReelStorage", "ReelSystem", "ReelCore"], path: "Tests/ReelStorageTests"),
-        .testTarget(name: "ReelServiceTests", dependencies: ["ReelService", "ReelStorage", "ReelPipeline", "ReelMedia", "ReelSystem", "ReelControl", "ReelCore"], path: "Tests/ReelServiceTests"),
+        .testTarget(name: "ReelServiceTests", dependencies: ["ReelService", "ReelStorage", "ReelPipeline", "ReelMedia", "ReelSystem", "ReelControl", "ReelCore", "ReelTestSupport"], path: "Tests/ReelServiceTests"),
         .testTarget(name: "ReelctlTests", dependencies: ["reelctl", "ReelControl", "ReelCore"], path: "Tests/ReelctlTests"),
         .testTarget(name: "ReelVerifyTests", dependencies: ["ReelVerify", "ReelCore"], path: "Tests/ReelVerifyTests"),
         .testTarget(name: "ReelFuzzTests", dependencies: ["ReelFuzz", "ReelConfig", "ReelControl", "ReelMedia"], path: "Tests/ReelFuzzTests"),

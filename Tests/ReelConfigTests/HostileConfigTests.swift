@@ -2,6 +2,7 @@ import Foundation
 import ReelCore
 @testable import ReelConfig
 import XCTest
+import ReelTestSupport
 
 /// The hostile-config sweep (issue 6): every key, with every wrong TOML type, values just outside
 /// each bound and far beyond, and malformed strings, through the file, the environment and the
@@ -305,7 +306,7 @@ final class HostileConfigTests: XCTestCase {
     }
 
     func testOneMegabyteOfGarbage() {
-        var rng = SplitMix(seed: 6)
+        var rng = SplitMix64(seed: 6)
         let random = (0..<1_000_000).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
         let p1 = file(random)
         expect(error(p1), prefix: "\(p1):", "random bytes")
@@ -339,18 +340,6 @@ final class HostileConfigTests: XCTestCase {
     }
 }
 
-/// A tiny deterministic generator for the garbage.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Inputs that crashed TOMLKit's parser (toml++ 3), reeld's before TOMLDocument: an assertion on
 /// the first character of a table header, or on a '}' where an array expects a value, aborted

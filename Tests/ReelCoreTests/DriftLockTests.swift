@@ -1,4 +1,5 @@
 import XCTest
+import ReelTestSupport
 @testable import ReelCore
 
 final class DriftLockTests: XCTestCase {

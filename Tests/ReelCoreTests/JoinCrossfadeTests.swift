@@ -1,4 +1,5 @@
 import XCTest
+import ReelTestSupport
 @testable import ReelCore
 
 /// The join's crossfade against issue 23's measures: a tone's second difference at the join,

@@ -1,4 +1,5 @@
 import XCTest
+import ReelTestSupport
 @testable import ReelCore
 
 /// Undo and the length cap through `SessionMachine`, on the manual clock: the frame slots roll

@@ -1,4 +1,5 @@
 import XCTest
+import ReelTestSupport
 @testable import ReelCore
 
 /// A whole recording on a manual clock: scripted sources deliver into a queue at set arrival

@@ -1,4 +1,5 @@
 import XCTest
+import ReelTestSupport
 @testable import ReelCore
 
 /// Property tests: random rates, schedules, chunk sizes and arrival orders, checked against an

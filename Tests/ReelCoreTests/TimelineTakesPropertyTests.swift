@@ -1,4 +1,5 @@
 import XCTest
+import ReelTestSupport
 @testable import ReelCore
 
 /// Property tests for takes: random schedules of pauses, resumes, undos (some refused), stops and

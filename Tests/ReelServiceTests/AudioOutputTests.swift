@@ -1,4 +1,5 @@
 import XCTest
+import ReelTestSupport
 import ReelCore
 import ReelMedia
 @testable import ReelPipeline
@@ -65,18 +66,6 @@ private final class FakeFile {
     }
 }
 
-/// Run sizes for the tests, seeded (splitmix64).
-private struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 final class AudioOutputTests: XCTestCase {
     let rate = 48000

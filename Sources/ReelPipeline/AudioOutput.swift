@@ -38,7 +38,8 @@ extension AACEncoder: AudioEncoding {}
 ///   output, so the packet there overlaps its kept neighbour whole; then the outgoing side of
 ///   take N's join is restored as if take N had never come, and the next take's join mixes it
 ///   anew. The file must have cut back far enough: its take boundary leads the join by `half`
-///   (`MP4Writer`'s `audioLead`). Take 1: everything starts again.
+///   and one packet (`MP4Writer`'s `audioLead`), so no packet kept in the file was transformed
+///   from a sample the undone take's mix changed. Take 1: everything starts again.
 /// - Packets from the encoder are written in file time: their time plus `offset`, and those
 ///   before `keepFrom` (a re-primed encoder's context) are dropped.
 /// - No allocation per join or per chunk: the windows, the rings and each take's record are
@@ -105,9 +106,10 @@ final class AudioOutput {
         self.makeEncoder = makeEncoder
         self.write = write
         self.encoder = encoder
-        // An undo re-encodes from one packet before the one holding the join's first changed
-        // sample: at most two packets of context.
-        historyFrames = 2 * encoder.frameSize
+        // An undo re-encodes from one packet before the first packet the file lost, which leads
+        // the join's first changed sample by up to two packets (`MP4Writer.audioLead`): at most
+        // three packets of context.
+        historyFrames = 3 * encoder.frameSize
         history = AudioHistory(channels: channels, frames: historyFrames)
         let w = fade.frames * channels
         held = [Int16](repeating: 0, count: fade.half * channels)

@@ -130,9 +130,12 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
             fifo = AudioFifo(channels: 1, capacityFrames: 1)
         }
         aacStream = firstAAC?.stream
+        // An undo replaces every AAC packet whose transform reaches the first sample the join's mix
+        // changed: the take's audio boundary leads it by half the crossfade and one packet more.
         let fade = config.audioFormat.map { JoinCrossfade(sampleRate: $0.sampleRate, channels: $0.channels) }
+        let lead = fade.map { Int64($0.half) + Int64(firstAAC?.frameSize ?? 0) } ?? 0
         part = try PartFile(path: partPath, finalPath: finalPath, video: h264, audio: aacStream, fsync: config.fsync,
-                            audioLead: Int64(fade?.half ?? 0), logger: logger)
+                            audioLead: lead, logger: logger)
         if let f = config.audioFormat, let firstAAC {
             let settings = config.aac
             // nonisolated(unsafe): the AAC thread's alone from here on: used only inside its `consume`.

@@ -225,7 +225,7 @@ final class AudioOutputTests: XCTestCase {
             func slice(_ r: Range<Int>) -> [Int16] { Array(source[(r.lowerBound * ch)..<(r.upperBound * ch)]) }
             // With the undo: take 1, pause, take 2 (undone), pause, take 2 again.
             let rig = Rig(channels: ch, rate: rate)
-            let lead = Int64(rig.output.fade.half)
+            let lead = Int64(rig.output.fade.half) + 1024
             try rig.command(.beginTake(number: 1, start: 0))
             try rig.feed(slice(0..<20_000), keep: true, rng: &rng)
             try rig.feed(slice(20_000..<30_000), keep: false, rng: &rng)

@@ -13,6 +13,8 @@ import wave
 import numpy as np
 import pytest
 
+import join_audio as ja
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 RUN = os.path.join(REPO, "scripts", "vm", "run")
@@ -45,26 +47,47 @@ def signal_wav(tmp_path_factory):
     return p
 
 
+JOINS_SECONDS = 40
+JOINS_CAP = 8.0     # capture-record.sh: reelctl start --max-duration 8
+
+
+def joins_source(path):
+    """capture-record.sh's last part plays this (issue 23): a 347 Hz tone left, pink noise right,
+    S16 48 kHz. Returns the samples as written (float, (n, 2))."""
+    n = JOINS_SECONDS * RATE
+    pcm = ja.write_wav(path, [ja.tone(n, RATE), ja.pink_noise(n, RATE)], RATE)
+    return pcm.astype(np.float64) / 32768.0
+
+
+@pytest.fixture(scope="session")
+def joins_wav(tmp_path_factory):
+    p = str(tmp_path_factory.mktemp("joins") / "joins.wav")
+    return p, joins_source(p)
+
+
 # Scenario runs, by name: a scenario that serves several tests boots its VM once.
 _runs = {}
 
 
 @pytest.fixture
-def capture(vm_ready, reel_bin_dir, signal_wav):
+def capture(vm_ready, reel_bin_dir, signal_wav, joins_wav):
     """capture(name) runs scenario capture-NAME.sh (once per test session: a second test of the
     same scenario gets the first run's results); returns (out dir, scenario + reeld logs)."""
     def run(name):
         if name not in _runs:
-            _runs[name] = run_scenario(name, signal_wav, reel_bin_dir)
+            extra = [joins_wav[0] + ":/in/joins.wav"] if name == "capture-record" else []
+            _runs[name] = run_scenario(name, signal_wav, reel_bin_dir, files=extra)
         return _runs[name]
     return run
 
 
-def run_scenario(name, signal_wav, d, timeout=420):
+def run_scenario(name, signal_wav, d, timeout=420, files=()):
     out = os.path.join(os.environ.get("REEL_VM_OUT") or os.path.join(REPO, ".build", "vm", "out"), name)
     os.makedirs(out, exist_ok=True)
     cmd = [RUN, os.path.join(SCENARIOS, name + ".sh"), "--bin", d, "--out", out, "--quiet",
            "--timeout", str(timeout), "--file", signal_wav + ":/in/steps.wav"]
+    for f in files:
+        cmd += ["--file", f]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     log = read(out, "scenario.log") + "\n--- reeld.log ---\n" + read(out, "reeld.log")
     assert p.returncode == 0, f"{name} exited {p.returncode}\n{p.stdout}\n{log[-6000:]}"
@@ -245,6 +268,37 @@ def test_sigterm_finishes_a_one_shot_recording(capture):
     info = probe(host)
     v, a = float(stream(info, "video")["duration"]), float(stream(info, "audio")["duration"])
     assert 2.0 < v < 4.5 and abs(v - a) < 0.5, (v, a)
+
+
+def test_joins_click_free_through_snd_aloop(capture, joins_wav):
+    """capture-record.sh's last part (issue 23): a 347 Hz tone and pink noise played into
+    snd-aloop and recorded in stereo, with a pause/resume, a take undone while recording, one
+    undone while paused, and the 8 s cap ending the last take. At every join (the chapters'):
+    the tone's second difference within 10 ms <= 3x its 99.9th percentile elsewhere, the noise's
+    4 ms level within 6 dB of its median, and the noise changes take where the chapter says
+    (scripts/join_audio.py). The audio holds the cap to within one AAC frame. Every failing
+    figure is listed before the test fails."""
+    out, log = capture("capture-record")
+    _, src = joins_wav
+    status = json.loads(read(out, "joins-status.json"))
+    host = os.path.join(out, "joins.mp4")
+    assert status["state"] == "idle" and status["lastFile"] and status["lastFile"].endswith("/joins.mp4"), status
+    assert os.path.exists(host) and xerror(host) == [], xerror(host)
+    assert "reached its length cap of" in log and "undone (undone-recording)" in log and "undone (undone-paused)" in log, log[-3000:]
+    titles = [c[2] for c in ja.chapters(host)]
+    assert titles == ["Take 1", "b", "c", "d"], titles
+    rep = ja.check(host, {"tone": 0, "noise": 1, "src": src}, rate_expected=RATE)
+    figures = ja.format_figures(rep)
+    print("joins:", figures, "lags:", rep["lags"], "corr:", [round(c, 3) for c in rep["corr"]])
+    problems = list(rep["problems"])
+    info = probe(host)
+    samples = rep["samples"] + rep["start_s"] * RATE
+    if abs(samples - JOINS_CAP * RATE) > 1024:
+        problems.append(f"audio ends at sample {samples:.0f}, the cap at {JOINS_CAP * RATE:.0f}: more than one AAC frame")
+    vdur = float(stream(info, "video")["duration"])
+    if status["droppedFrames"] == 0 and abs(vdur - JOINS_CAP) > 1e-3:
+        problems.append(f"video lasts {vdur:.4f} s, the cap {JOINS_CAP} s, no frame dropped")
+    assert not problems, figures + "\n" + "\n".join(problems)
 
 
 def test_dropped_buffers_follow_capture_time(capture):

@@ -5,6 +5,9 @@
 # a --duration 3600 one-shot recording it finishes the file at the next frame, as `stop` does for
 # the daemon. times.txt 'sigterm T1 T2 RC': the signal sent at T1, reeld record's exit (status RC)
 # seen at T2. A reeld record that ignored it is killed after 60 s (RC 137).
+# Last, the sound of the joins (issue 23): /in/joins.wav (a 347 Hz tone left, pink noise right)
+# into the loopback, recorded in stereo with a pause/resume, a take undone while recording, a take
+# undone while paused, and the length cap ending the last take; times.txt names these j*.
 capture_setup
 
 play
@@ -44,4 +47,28 @@ kill $GUARD 2>/dev/null || true
 echo "sigterm $t1 $t2 $rc" >> "$OUT/times.txt"
 log "reeld record exited with status $rc $(echo "$t2 $t1" | awk '{printf "%.2f", $1 - $2}') s after SIGTERM"
 kill $APLAY_PID 2>/dev/null || true
+
+echo "play-joins $(now) $(now) 0" >> "$OUT/times.txt"
+aplay -q -D "$SPEAKER" "$IN/joins.wav" &
+APLAY_PID=$!
+reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size 320x180 --fps 10 --pixel-format yuyv --preset $PRESET \
+    --sample-rate 48000 --channels 2 --audio-bitrate 256000
+timed jstart start --name joins --max-duration 8
+t0=$(awk '$1 == "jstart" {print $3}' "$OUT/times.txt")
+sleep_until "$(at "$t0" 2.0)";  timed jpause pause
+sleep_until "$(at "$t0" 3.5)";  timed jresume resume --label b
+sleep_until "$(at "$t0" 5.0)";  timed jpause pause
+sleep_until "$(at "$t0" 6.0)";  timed jresume resume --label undone-recording
+sleep_until "$(at "$t0" 7.5)";  timed jundo undo
+sleep_until "$(at "$t0" 8.5)";  timed jresume resume --label c
+sleep_until "$(at "$t0" 10.0)"; timed jpause pause
+sleep_until "$(at "$t0" 11.0)"; timed jresume resume --label undone-paused
+sleep_until "$(at "$t0" 12.5)"; timed jpause pause
+sleep_until "$(at "$t0" 13.5)"; timed jundo undo
+sleep_until "$(at "$t0" 14.5)"; timed jresume resume --label d
+# kept so far about 5 s (more when the start answered late): the 8 s cap ends take d about 3 s in
+wait_state idle 30
+reelctl status --json > "$OUT/joins-status.json"
+kill $APLAY_PID 2>/dev/null || true
+reeld_stop
 collect

@@ -179,7 +179,7 @@ def click_ratios(x, joins, rate, near=NEAR_S):
     d2[1:-1] = np.abs(x[2:] - 2 * x[1:-1] + x[:-2])
     p = float(np.percentile(d2[_elsewhere(len(x), joins, rate)], 99.9))
     k = int(round(near * rate))
-    return [float(d2[max(0, j - k):j + k + 1].max()) / p for j in joins], p
+    return [float(d2[max(0, j - k):j + k + 1].max()) / p if p > 0 else float("inf") for j in joins], p
 
 
 def level_excursions(x, joins, rate, win=LEVEL_WIN_S):
@@ -292,7 +292,11 @@ def measure(x, rate, joins, sources, start=0):
             P.append(f"join {k + 1}: the chapter puts it at sample {j}, the noise changes take at {p} "
                      f"({(p - j) * 1000 / rate:+.2f} ms, limit {JOIN_TOL_S * 1000:g} ms): the audio's join is "
                      f"not the video's (priming, chapters, or the outgoing take's audio going on past its cut)")
-    if min(corr) < 0.7:
+    silent = [name for name in ("tone", "noise", "speech") if name in sources
+              and float(np.sqrt(np.mean(x[:, sources[name]] ** 2))) < 10 ** (-50 / 20)]
+    if silent:
+        P.append(f"{', '.join(silent)}: silent in the recording (below -50 dBFS RMS): was the source played?")
+    if min(corr, default=1) < 0.7:
         P.append(f"the noise channel does not follow its source (correlations {[round(c, 3) for c in corr]})")
     if "tone" in sources:
         r, p = click_ratios(x[:, sources["tone"]], joins, rate)

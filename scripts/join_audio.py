@@ -26,7 +26,9 @@ the decoder's output with the edit list applied (ffmpeg's default); output time 
 sample round((t - start) * rate), start being the first decoded frame's pts. `align` checks
 that on the signal itself: the noise channel of each take is found in the source by
 cross-correlation, and the sample where the output stops following one take's source and
-starts following the next is the join the signal shows.
+starts following the next is the join the signal shows. It must be within 2.5 ms of the
+chapter's from a file source (a sound card's periods are stamped as they arrive: there, within
+the A/V tolerance), and the criteria judge the whole span between the two.
 
 Only the standard library, numpy and the ffmpeg/ffprobe/espeak-ng CLI are used."""
 
@@ -162,30 +164,38 @@ def join_samples(path, rate, start):
 # ----------------------------------------------------------------------------------------------
 # the criteria
 
+def _spans(joins):
+    """A join as a span of samples: an index j, or (lo, hi) when the chapter and the signal
+    place it apart (both ends and all between are judged)."""
+    return [(j, j) if np.isscalar(j) else (min(j), max(j)) for j in joins]
+
+
 def _elsewhere(n, joins, rate, away=AWAY_S):
-    """Mask of samples further than `away` from every join and from both ends."""
+    """Mask of samples further than `away` from every join (span) and from both ends."""
     a = int(round(away * rate))
     m = np.zeros(n, dtype=bool)
     m[a:n - a] = True
-    for j in joins:
-        m[max(0, j - a):j + a] = False
+    for lo, hi in _spans(joins):
+        m[max(0, lo - a):hi + a] = False
     return m
 
 
 def click_ratios(x, joins, rate, near=NEAR_S):
-    """For each join: max |second difference| within +-near of it, over the 99.9th percentile
-    of |second difference| elsewhere. Returns (ratios, p99.9). d2[i] = x[i+1] - 2 x[i] + x[i-1]."""
+    """For each join (an index or a span): max |second difference| within +-near of it, over
+    the 99.9th percentile of |second difference| elsewhere. Returns (ratios, p99.9).
+    d2[i] = x[i+1] - 2 x[i] + x[i-1]."""
     d2 = np.zeros(len(x))
     d2[1:-1] = np.abs(x[2:] - 2 * x[1:-1] + x[:-2])
     p = float(np.percentile(d2[_elsewhere(len(x), joins, rate)], 99.9))
     k = int(round(near * rate))
-    return [float(d2[max(0, j - k):j + k + 1].max()) / p if p > 0 else float("inf") for j in joins], p
+    return [float(d2[max(0, lo - k):hi + k + 1].max()) / p if p > 0 else float("inf")
+            for lo, hi in _spans(joins)], p
 
 
 def level_excursions(x, joins, rate, win=LEVEL_WIN_S):
-    """For each join: (lowest, highest) RMS level in dB, relative to the median 4 ms level
-    elsewhere, over every window of `win` that contains the join's first sample (sliding one
-    sample at a time). Returns (excursions, median dBFS)."""
+    """For each join (an index or a span): (lowest, highest) RMS level in dB, relative to the
+    median 4 ms level elsewhere, over every window of `win` that contains a sample of the join
+    (sliding one sample at a time). Returns (excursions, median dBFS)."""
     L = int(round(win * rate))
     c = np.concatenate(([0.0], np.cumsum(x * x)))
     ms = (c[L:] - c[:-L]) / L                      # ms[s]: mean square of x[s:s+L]
@@ -194,8 +204,8 @@ def level_excursions(x, joins, rate, win=LEVEL_WIN_S):
     starts_ok = away[:len(ms)] & away[L - 1:]       # both ends away: the whole window is
     med = float(np.median(db[starts_ok]))
     out = []
-    for j in joins:
-        w = db[max(0, j - L + 1):j + 1]
+    for lo, hi in _spans(joins):
+        w = db[max(0, lo - L + 1):hi + 1]
         out.append((float(w.min()) - med, float(w.max()) - med))
     return out, med
 
@@ -259,19 +269,23 @@ def align(out, src, joins, rate, length_s=0.1):
 # ----------------------------------------------------------------------------------------------
 # one report for a recording
 
-def check(path, sources, rate_expected=None):
+def check(path, sources, rate_expected=None, join_tol_s=JOIN_TOL_S):
     """Decodes a recording of `sources` and measures it at the joins its chapters name (see
     `measure`)."""
     x, rate, start = decode(path)
     if rate_expected and rate != rate_expected:
         raise AssertionError(f"{path}: audio at {rate} Hz, want {rate_expected}")
-    return measure(x, rate, join_samples(path, rate, start), sources, start)
+    return measure(x, rate, join_samples(path, rate, start), sources, start, join_tol_s)
 
 
-def measure(x, rate, joins, sources, start=0):
+def measure(x, rate, joins, sources, start=0, join_tol_s=JOIN_TOL_S):
     """Measures decoded audio x (n, channels) at the joins (sample indices). sources:
     {"tone": ch, "noise": ch, "speech": ch} (the channel of each sound; noise is required: it
     finds the joins in the signal) plus "src": the source samples (n, channels) as played.
+    The criteria judge each join from the chapter's sample to the signal's change point (both
+    ends and all between), and the two must be within join_tol_s: from a file source they are
+    one sample, so 2.5 ms (JOIN_TOL_S); from a sound card whose periods are stamped on arrival,
+    the A/V tolerance (half a frame) is the fair one.
     Returns a dict: joins, change points and source lags (`align`), tone / speech click ratios,
     noise level excursions, and `problems`: every criterion that fails, one line each, naming
     the join, the sound and the figure."""
@@ -286,12 +300,13 @@ def measure(x, rate, joins, sources, start=0):
     # estimate, and AAC's short blocks smear a hard cut's noise over ~3 ms. AAC's priming
     # (1024 samples) or a frame (1600 at 30 fps) off would show; so does audio from inside a
     # pause kept after the outgoing take's cut (seen: 378 and 540 samples after an undo).
-    tol = int(round(JOIN_TOL_S * rate))
+    tol = int(round(join_tol_s * rate))
     for k, (j, p) in enumerate(zip(joins, points)):
         if abs(p - j) > tol:
             P.append(f"join {k + 1}: the chapter puts it at sample {j}, the noise changes take at {p} "
-                     f"({(p - j) * 1000 / rate:+.2f} ms, limit {JOIN_TOL_S * 1000:g} ms): the audio's join is "
+                     f"({(p - j) * 1000 / rate:+.2f} ms, limit {join_tol_s * 1000:g} ms): the audio's join is "
                      f"not the video's (priming, chapters, or the outgoing take's audio going on past its cut)")
+    spans = [(j, p) for j, p in zip(joins, points)]
     silent = [name for name in ("tone", "noise", "speech") if name in sources
               and float(np.sqrt(np.mean(x[:, sources[name]] ** 2))) < 10 ** (-50 / 20)]
     if silent:
@@ -299,20 +314,20 @@ def measure(x, rate, joins, sources, start=0):
     if min(corr, default=1) < 0.7:
         P.append(f"the noise channel does not follow its source (correlations {[round(c, 3) for c in corr]})")
     if "tone" in sources:
-        r, p = click_ratios(x[:, sources["tone"]], joins, rate)
+        r, p = click_ratios(x[:, sources["tone"]], spans, rate)
         rep["tone"] = {"ratios": r, "p999": p}
         P += [f"tone: click at join {k + 1} (sample {j}): max |2nd difference| {v:.1f}x its 99.9th percentile "
               f"elsewhere ({p:.2e}), limit {CLICK_FACTOR:g}x" for k, (j, v) in enumerate(zip(joins, r)) if v > CLICK_FACTOR]
     if "noise" in sources:
-        e, med = level_excursions(x[:, ch], joins, rate)
+        e, med = level_excursions(x[:, ch], spans, rate)
         rep["noise"] = {"excursions_db": e, "median_dbfs": med}
         P += [f"noise: level at join {k + 1} (sample {j}) goes {lo:+.1f}..{hi:+.1f} dB from its median "
               f"({med:.1f} dBFS), limit +-{LEVEL_DB:g} dB" for k, (j, (lo, hi)) in enumerate(zip(joins, e))
               if lo < -LEVEL_DB or hi > LEVEL_DB]
     if "speech" in sources:
         s = x[:, sources["speech"]]
-        r, p = click_ratios(s, joins, rate)
-        act = [active(s, j, rate) for j in joins]
+        r, p = click_ratios(s, spans, rate)
+        act = [active(s, j, rate) and active(s, q, rate) for j, q in spans]
         rep["speech"] = {"ratios": r, "p999": p, "active": act}
         P += [f"speech: click at join {k + 1} (sample {j}): max |2nd difference| {v:.1f}x its 99.9th percentile "
               f"elsewhere ({p:.2e}), limit {CLICK_FACTOR:g}x" for k, (j, v, a) in enumerate(zip(joins, r, act))

@@ -28,7 +28,8 @@ that on the signal itself: the noise channel of each take is found in the source
 cross-correlation, and the sample where the output stops following one take's source and
 starts following the next is the join the signal shows. It must be within 2.5 ms of the
 chapter's from a file source (a sound card's periods are stamped as they arrive: there, within
-the A/V tolerance), and the criteria judge the whole span between the two.
+the tolerance the VM tier gives a cut, a frame and 20 ms), and the criteria judge the whole span
+between the two.
 
 Only the standard library, numpy and the ffmpeg/ffprobe/espeak-ng CLI are used."""
 
@@ -241,11 +242,14 @@ def source_lag(out, src, at, length):
     return k - at, r
 
 
-def align(out, src, joins, rate, length_s=0.1):
+def align(out, src, joins, rate, length_s=0.1, search_s=0.15):
     """For the noise channel: the source lag of every take (measured in the middle of each span
-    between joins), and for each join the change point the signal shows: the sample j that
-    minimises sum((out - src shifted by the lag before)^2 over [j-40 ms, j)) + sum((out - src
-    shifted by the lag after)^2 over [j, j+40 ms)). Returns (lags, correlations, change points)."""
+    between joins) and their correlations; and for each join the change point the signal shows.
+    Near a join the lags are measured again, on 90 ms ending `search_s` before it and 90 ms
+    starting `search_s` after it (a sound card's stream may slip against the file played into
+    it, as aplay's underruns make it), and the change point is the sample j within +-search_s
+    that minimises sum((out - src at the lag before)^2 up to j) + sum((out - src at the lag
+    after)^2 from j). Returns (lags, correlations, change points)."""
     n = len(out)
     edges = [0] + list(joins) + [n]
     L = int(round(length_s * rate))
@@ -256,11 +260,13 @@ def align(out, src, joins, rate, length_s=0.1):
         lags.append(lag)
         corr.append(r)
     points = []
-    w = int(0.04 * rate)
-    for k, j in enumerate(joins):
+    w, m = int(round(search_s * rate)), int(round(0.09 * rate))
+    for j in joins:
+        before = source_lag(out, src, max(0, j - w - m), min(m, j - w))[0] if j - w > 0 else lags[0]
+        after = source_lag(out, src, min(n - 1, j + w), m)[0] if j + w + m <= n else lags[-1]
         i = np.arange(max(0, j - w), min(n, j + w))
-        e1 = (out[i] - src[np.clip(i + lags[k], 0, len(src) - 1)]) ** 2
-        e2 = (out[i] - src[np.clip(i + lags[k + 1], 0, len(src) - 1)]) ** 2
+        e1 = (out[i] - src[np.clip(i + before, 0, len(src) - 1)]) ** 2
+        e2 = (out[i] - src[np.clip(i + after, 0, len(src) - 1)]) ** 2
         cost = np.concatenate(([0.0], np.cumsum(e1))) + (e2.sum() - np.concatenate(([0.0], np.cumsum(e2))))
         points.append(int(i[0] + np.argmin(cost)))
     return lags, corr, points
@@ -285,7 +291,8 @@ def measure(x, rate, joins, sources, start=0, join_tol_s=JOIN_TOL_S):
     The criteria judge each join from the chapter's sample to the signal's change point (both
     ends and all between), and the two must be within join_tol_s: from a file source they are
     one sample, so 2.5 ms (JOIN_TOL_S); from a sound card whose periods are stamped on arrival,
-    the A/V tolerance (half a frame) is the fair one.
+    the VM tier's tolerance for a cut (a frame and 20 ms) is the fair one. At most 150 ms
+    (`align` looks no further).
     Returns a dict: joins, change points and source lags (`align`), tone / speech click ratios,
     noise level excursions, and `problems`: every criterion that fails, one line each, naming
     the join, the sound and the figure."""

@@ -274,8 +274,9 @@ def judge_joins(host, src, problems):
     """scripts/join_audio.py's criteria at every join of `host`; adds the failing ones to
     problems and returns the report."""
     # The loopback's periods are stamped as they arrive: the audio's join may sit off the
-    # chapter's by up to the A/V tolerance, half a frame (10 fps).
-    rep = ja.check(host, {"tone": 0, "noise": 1, "src": src}, rate_expected=RATE, join_tol_s=0.05)
+    # chapter's, as a pause's cut may off its instant here: by a frame (10 fps) and 20 ms. Seen
+    # on a busy host: 18 to 73 ms.
+    rep = ja.check(host, {"tone": 0, "noise": 1, "src": src}, rate_expected=RATE, join_tol_s=0.12)
     print(os.path.basename(host), "joins:", ja.format_figures(rep), "lags:", rep["lags"],
           "corr:", [round(c, 3) for c in rep["corr"]])
     problems += [f"{os.path.basename(host)}: {p}" for p in rep["problems"]]

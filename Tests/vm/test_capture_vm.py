@@ -13,6 +13,8 @@ import wave
 import numpy as np
 import pytest
 
+import join_audio as ja
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 RUN = os.path.join(REPO, "scripts", "vm", "run")
@@ -45,26 +47,47 @@ def signal_wav(tmp_path_factory):
     return p
 
 
+JOINS_SECONDS = 75  # long enough for the slowest run seen (reelctl at 4 s a call)
+JOINS_CAP = 5.0     # capture-record.sh: reelctl start --name joins-cap --max-duration 5
+
+
+def joins_source(path):
+    """capture-record.sh's last part plays this (issue 23): a 347 Hz tone left, pink noise right,
+    S16 48 kHz. Returns the samples as written (float, (n, 2))."""
+    n = JOINS_SECONDS * RATE
+    pcm = ja.write_wav(path, [ja.tone(n, RATE), ja.pink_noise(n, RATE)], RATE)
+    return pcm.astype(np.float64) / 32768.0
+
+
+@pytest.fixture(scope="session")
+def joins_wav(tmp_path_factory):
+    p = str(tmp_path_factory.mktemp("joins") / "joins.wav")
+    return p, joins_source(p)
+
+
 # Scenario runs, by name: a scenario that serves several tests boots its VM once.
 _runs = {}
 
 
 @pytest.fixture
-def capture(vm_ready, reel_bin_dir, signal_wav):
+def capture(vm_ready, reel_bin_dir, signal_wav, joins_wav):
     """capture(name) runs scenario capture-NAME.sh (once per test session: a second test of the
     same scenario gets the first run's results); returns (out dir, scenario + reeld logs)."""
     def run(name):
         if name not in _runs:
-            _runs[name] = run_scenario(name, signal_wav, reel_bin_dir)
+            extra = [joins_wav[0] + ":/in/joins.wav"] if name == "capture-record" else []
+            _runs[name] = run_scenario(name, signal_wav, reel_bin_dir, files=extra)
         return _runs[name]
     return run
 
 
-def run_scenario(name, signal_wav, d, timeout=420):
+def run_scenario(name, signal_wav, d, timeout=420, files=()):
     out = os.path.join(os.environ.get("REEL_VM_OUT") or os.path.join(REPO, ".build", "vm", "out"), name)
     os.makedirs(out, exist_ok=True)
     cmd = [RUN, os.path.join(SCENARIOS, name + ".sh"), "--bin", d, "--out", out, "--quiet",
            "--timeout", str(timeout), "--file", signal_wav + ":/in/steps.wav"]
+    for f in files:
+        cmd += ["--file", f]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     log = read(out, "scenario.log") + "\n--- reeld.log ---\n" + read(out, "reeld.log")
     assert p.returncode == 0, f"{name} exited {p.returncode}\n{p.stdout}\n{log[-6000:]}"
@@ -245,6 +268,66 @@ def test_sigterm_finishes_a_one_shot_recording(capture):
     info = probe(host)
     v, a = float(stream(info, "video")["duration"]), float(stream(info, "audio")["duration"])
     assert 2.0 < v < 4.5 and abs(v - a) < 0.5, (v, a)
+
+
+def judge_joins(host, src, problems):
+    """scripts/join_audio.py's criteria at every join of `host`; adds the failing ones to
+    problems and returns the report."""
+    # The loopback's periods are stamped as they arrive: the audio's join may sit off the
+    # chapter's, as a pause's cut may off its instant here: by a frame (10 fps) and 20 ms. Seen
+    # on a busy host: 18 to 73 ms.
+    rep = ja.check(host, {"tone": 0, "noise": 1, "src": src}, rate_expected=RATE, join_tol_s=0.12)
+    print(os.path.basename(host), "joins:", ja.format_figures(rep), "lags:", rep["lags"],
+          "corr:", [round(c, 3) for c in rep["corr"]])
+    problems += [f"{os.path.basename(host)}: {p}" for p in rep["problems"]]
+    return rep
+
+
+def test_joins_click_free_through_snd_aloop(capture, joins_wav):
+    """capture-record.sh's last part (issue 23): a 347 Hz tone and pink noise played into
+    snd-aloop and recorded in stereo. joins.mp4: a pause/resume, a take undone while recording,
+    one undone while paused, a stop while paused; joins-cap.mp4: a pause/resume and the 5 s cap
+    ending the second take. At every join (the chapters'): the tone's second difference within
+    10 ms <= 3x its 99.9th percentile elsewhere, the noise's 4 ms level within 6 dB of its
+    median, and the noise changes take where the chapter says (scripts/join_audio.py). Audio and
+    the takes (status) end within one AAC frame of each other (joins-cap.mp4: of the cap), and on
+    the same sample after the stop while paused (new with issue 23). Every failing figure is
+    listed before the test fails."""
+    out, log = capture("capture-record")
+    _, src = joins_wav
+    problems = []
+    # joins.mp4: kept Take 1, b, c, d; stopped while paused
+    status = json.loads(read(out, "joins-status.json"))
+    host = os.path.join(out, "joins.mp4")
+    assert status["lastFile"] and status["lastFile"].endswith("/joins.mp4") and os.path.exists(host), status
+    assert xerror(host) == [], xerror(host)
+    assert "undone (undone-recording)" in log and "undone (undone-paused)" in log, log[-3000:]
+    titles = [c[2] for c in ja.chapters(host)]
+    assert titles == ["Take 1", "b", "c", "d"], titles
+    rep = judge_joins(host, src, problems)
+    # The recording's length: its takes' (the video's frames, some possibly dropped under TCG).
+    total = sum(sg["durationNs"] for sg in status["segments"]) * RATE / 10**9
+    gap = rep["samples"] + rep["start_s"] * RATE - total
+    print(f"joins.mp4: stopped while paused, the audio ends {gap:+.0f} samples from the takes' end "
+          f"({status['droppedFrames']} frames dropped)")
+    if abs(gap) > 1024:
+        problems.append(f"joins.mp4: the audio ends {gap:+.0f} samples from the takes' end: more than one AAC frame")
+    elif round(gap) != 0:
+        problems.append(f"NEW (issue 23): joins.mp4, stopped while paused: the audio ends {gap:+.0f} samples from "
+                        f"the takes' end; it must end on the same sample")
+    # joins-cap.mp4: Take 1, capped; the cap ended the second take
+    cap_status = json.loads(read(out, "joins-cap-status.json"))
+    cap = os.path.join(out, "joins-cap.mp4")
+    assert cap_status["state"] == "idle" and cap_status["lastFile"].endswith("/joins-cap.mp4") and os.path.exists(cap), cap_status
+    assert xerror(cap) == [], xerror(cap)
+    assert "reached its length cap of 00:00:05.000" in log, log[-3000:]
+    titles = [c[2] for c in ja.chapters(cap)]
+    assert titles == ["Take 1", "capped"], titles
+    rep = judge_joins(cap, src, problems)
+    samples = rep["samples"] + rep["start_s"] * RATE
+    if abs(samples - JOINS_CAP * RATE) > 1024:
+        problems.append(f"joins-cap.mp4: the audio ends at sample {samples:.0f}, the cap at {JOINS_CAP * RATE:.0f}: more than one AAC frame")
+    assert not problems, "\n".join(problems)
 
 
 def test_dropped_buffers_follow_capture_time(capture):

@@ -5,6 +5,10 @@
 # a --duration 3600 one-shot recording it finishes the file at the next frame, as `stop` does for
 # the daemon. times.txt 'sigterm T1 T2 RC': the signal sent at T1, reeld record's exit (status RC)
 # seen at T2. A reeld record that ignored it is killed after 60 s (RC 137).
+# Last, the sound of the joins (issue 23): /in/joins.wav (a 347 Hz tone left, pink noise right)
+# into the loopback, recorded in stereo: joins.mp4 with a pause/resume, a take undone while
+# recording, a take undone while paused and a stop while paused; joins-cap.mp4 with a pause/resume
+# and the length cap ending its second take. times.txt names these j*.
 capture_setup
 
 play
@@ -44,4 +48,36 @@ kill $GUARD 2>/dev/null || true
 echo "sigterm $t1 $t2 $rc" >> "$OUT/times.txt"
 log "reeld record exited with status $rc $(echo "$t2 $t1" | awk '{printf "%.2f", $1 - $2}') s after SIGTERM"
 kill $APLAY_PID 2>/dev/null || true
+
+echo "play-joins $(now) $(now) 0" >> "$OUT/times.txt"
+aplay -q -D "$SPEAKER" "$IN/joins.wav" &
+APLAY_PID=$!
+reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size 320x180 --fps 10 --pixel-format yuyv --preset $PRESET \
+    --sample-rate 48000 --channels 2 --audio-bitrate 256000
+# Each step waits for the previous reply, then this long (reelctl takes 0.4-4 s under TCG on a
+# busy host: a schedule in absolute times fell behind and let the cap end the recording early).
+step() { sleep "$1"; shift; timed "$@"; }
+timed jstart start --name joins
+step 1.0 jpause pause
+step 0.5 jresume resume --label b
+step 1.0 jpause pause
+step 0.5 jresume resume --label undone-recording
+step 1.0 jundo undo
+step 0.5 jresume resume --label c
+step 1.0 jpause pause
+step 0.5 jresume resume --label undone-paused
+step 1.0 jpause pause
+step 0.5 jundo undo
+step 0.5 jresume resume --label d
+step 1.0 jpause pause
+step 0.3 jstop stop --json > "$OUT/joins-stop.out"
+grep '^{' "$OUT/joins-stop.out" > "$OUT/joins-status.json"
+# The cap: take 1 lasts the pause's round trip, the cap ends the second take.
+timed jstart start --name joins-cap --max-duration 5
+timed jpause pause
+step 0.3 jresume resume --label capped
+wait_state idle 30
+reelctl status --json > "$OUT/joins-cap-status.json"
+kill $APLAY_PID 2>/dev/null || true
+reeld_stop
 collect

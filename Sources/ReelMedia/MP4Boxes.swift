@@ -70,8 +70,9 @@ func be32(_ b: [UInt8], _ o: Int) -> UInt32 {
 }
 func be64(_ b: [UInt8], _ o: Int) -> UInt64 { UInt64(be32(b, o)) << 32 | UInt64(be32(b, o + 4)) }
 /// A box type as text: printable ASCII as it is, any other byte as \xHH (a damaged type must not
-/// put control characters or combining marks into a message or a log line).
-func readFourCC(_ b: [UInt8], _ o: Int) -> String {
+/// put control characters or combining marks into a message or a log line). Start-up recovery
+/// (`PartWalk`) names box types with it too.
+package func readFourCC(_ b: [UInt8], _ o: Int) -> String {
     var s = ""
     for c in b[o..<(o + 4)] {
         if (0x20...0x7e).contains(c) && c != UInt8(ascii: "\\") { s.unicodeScalars.append(Unicode.Scalar(c)) }

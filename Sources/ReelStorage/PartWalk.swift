@@ -48,18 +48,13 @@ public struct PartWalk {
         case box(type: String, size: UInt64, end: Int64?, headerLength: Int)
     }
 
+    /// Read with ReelMedia's `MP4BoxHeader.fields`; the rules for sizes are recovery's own (a size
+    /// of 0 is no "to the end" here, one past Int64.max is a box with no end), not `MP4BoxHeader.place`'s.
     func head(_ offset: Int64) throws -> Head {
-        let b = try read(offset, 16)
-        guard b.count >= 8 else { return .cut }
-        var size = UInt64(be32(b, 0)), hl = 8
-        if size == 1 {
-            guard b.count >= 16 else { return .cut }
-            size = be64(b, 8); hl = 16
-        }
-        let type = readFourCC(b, 4)
-        guard size <= UInt64(Int64.max) else { return .box(type: type, size: size, end: nil, headerLength: hl) }
-        let (end, over) = offset.addingReportingOverflow(Int64(size))
-        return .box(type: type, size: size, end: over || end > self.size ? nil : end, headerLength: hl)
+        guard let h = MP4BoxHeader.fields(try read(offset, 16)) else { return .cut }
+        guard h.size <= UInt64(Int64.max) else { return .box(type: h.type, size: h.size, end: nil, headerLength: h.headerLength) }
+        let (end, over) = offset.addingReportingOverflow(Int64(h.size))
+        return .box(type: h.type, size: h.size, end: over || end > size ? nil : end, headerLength: h.headerLength)
     }
 
     public func contents() throws -> PartContents {
@@ -335,8 +330,3 @@ enum MoovShape {
         return nil
     }
 }
-
-private func be32(_ b: [UInt8], _ o: Int) -> UInt32 {
-    UInt32(b[o]) << 24 | UInt32(b[o + 1]) << 16 | UInt32(b[o + 2]) << 8 | UInt32(b[o + 3])
-}
-private func be64(_ b: [UInt8], _ o: Int) -> UInt64 { UInt64(be32(b, o)) << 32 | UInt64(be32(b, o + 4)) }

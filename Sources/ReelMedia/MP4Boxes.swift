@@ -3,6 +3,7 @@ import ReelCore
 // MP4 boxes as bytes, for `MP4Finisher` and start-up recovery: top-level box headers
 // (`MP4BoxHeader`), big-endian fields, boxes built in memory, `Bytes` (a box read into memory,
 // every field read checked against its box first) and the checked arithmetic on what boxes say.
+// Recovery (`PartWalk`, ReelStorage) reads headers, fields and types with the `package` ones here.
 
 // MARK: - Top-level box headers
 
@@ -16,15 +17,24 @@ public struct MP4BoxHeader: Sendable, Equatable {
     public var headerLength: Int
 
     public init?(_ b: [UInt8]) {
+        guard let f = Self.fields(b), f.size <= UInt64(Int64.max) else { return nil }
+        type = f.type
+        size = Int64(f.size)
+        headerLength = f.headerLength
+    }
+
+    /// The header as the first 8 or 16 bytes given state it: type (`readFourCC`), size (the 32-bit
+    /// one, or the 64-bit one when that is 1, unchecked: it may be past Int64.max) and header
+    /// length. nil when the bytes are too few. What the finisher (through `init`) and start-up
+    /// recovery (`PartWalk`, whose rules for sizes are its own) read a header with.
+    package static func fields(_ b: [UInt8]) -> (type: String, size: UInt64, headerLength: Int)? {
         guard b.count >= 8 else { return nil }
-        type = readFourCC(b, 4)
-        size = Int64(be32(b, 0))
-        headerLength = 8
+        let size = be32(b, 0)
         if size == 1 {
-            guard b.count >= 16, be64(b, 8) <= UInt64(Int64.max) else { return nil }
-            size = Int64(be64(b, 8))
-            headerLength = 16
+            guard b.count >= 16 else { return nil }
+            return (readFourCC(b, 4), be64(b, 8), 16)
         }
+        return (readFourCC(b, 4), UInt64(size), 8)
     }
 
     /// Where the box ends when it starts at `offset`: nil if that overflows.
@@ -65,13 +75,16 @@ public struct MP4BoxHeader: Sendable, Equatable {
 
 // MARK: - Bytes
 
-func be32(_ b: [UInt8], _ o: Int) -> UInt32 {
+/// The big-endian field at `o` (the caller has checked that its bytes are there: an index past the
+/// end traps). Start-up recovery (`PartWalk`) reads with them too.
+package func be32(_ b: [UInt8], _ o: Int) -> UInt32 {
     UInt32(b[o]) << 24 | UInt32(b[o + 1]) << 16 | UInt32(b[o + 2]) << 8 | UInt32(b[o + 3])
 }
-func be64(_ b: [UInt8], _ o: Int) -> UInt64 { UInt64(be32(b, o)) << 32 | UInt64(be32(b, o + 4)) }
+package func be64(_ b: [UInt8], _ o: Int) -> UInt64 { UInt64(be32(b, o)) << 32 | UInt64(be32(b, o + 4)) }
 /// A box type as text: printable ASCII as it is, any other byte as \xHH (a damaged type must not
-/// put control characters or combining marks into a message or a log line).
-func readFourCC(_ b: [UInt8], _ o: Int) -> String {
+/// put control characters or combining marks into a message or a log line). Start-up recovery
+/// (`PartWalk`) names box types with it too.
+package func readFourCC(_ b: [UInt8], _ o: Int) -> String {
     var s = ""
     for c in b[o..<(o + 4)] {
         if (0x20...0x7e).contains(c) && c != UInt8(ascii: "\\") { s.unicodeScalars.append(Unicode.Scalar(c)) }

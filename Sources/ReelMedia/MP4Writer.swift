@@ -86,12 +86,12 @@ public final class MP4Writer: @unchecked Sendable {
 
     /// Where the muxer writes: memory, handed to the file one fragment at a time.
     /// A class: the AVIOContext's callback reaches it through an unretained pointer (the writer owns it).
-    private final class Sink {
+    final class Sink {
         var bytes: [UInt8] = []
         init() { bytes.reserveCapacity(1 << 20) }
     }
 
-    private final class Track {
+    final class Track {
         let index: Int32
         let trackID: UInt32
         let timeBase: Rational      // the encoder's; packets arrive in it
@@ -124,69 +124,40 @@ public final class MP4Writer: @unchecked Sendable {
         }
     }
 
-    /// A take announced and not yet cut into the file.
-    private struct Boundary {
-        var index: Int
-        var label: String?
-        var videoStart: Int64?
-        var audioStart: Int64?
-        var videoCrossed = false
-        var audioCrossed = false
-    }
 
-    /// A packet of a take held until its cut (bytes in `heldBytes`).
-    private struct Held {
-        var video: Bool
-        var pts: Int64, dts: Int64, duration: Int64, isKeyframe: Bool
-        var range: Range<Int>
-    }
-
-    /// A clean cut in the file: where take `index` begins, and what an undo of it restores.
-    private struct Cut {
-        var index: Int
-        var fileOffset: Int64
-        var fragments: Int
-        var sequence: UInt32
-        var nextCutMicros: Int64
-        var completeMicros: Int64
-        var video: Track.State?
-        var audio: Track.State?
-        /// The file dts (encoder time base) of the take's first packet on each track: where the
-        /// next take's packets continue after an undo.
-        var videoNext: Int64?
-        var audioNext: Int64?
-    }
-
+    // The writer's state. What is not public is internal rather than private only so that its
+    // extensions (MP4Writer+Fragments.swift, MP4Writer+Takes.swift) reach it; nothing else in
+    // ReelMedia touches it, and every public call holds `lock` while it does.
     public let path: String
     /// Audio samples a take's audio boundary leads its first sample by (see `init`).
     public let audioLead: Int64
     /// Every public call runs whole under it: the pipeline thread writes video while the AAC
     /// thread writes audio. Each track's packets still go in in the order its one writer hands
     /// them over, and a cut is decided under the lock from the tracks' state at that instant.
-    private let lock = Monitor()
-    private let out: OutputContext
-    private let packet: AVPacketBox   // reused for every packet
-    private let sink = Sink()
-    private let fd: Int32
-    private var fileEnd: Int64 = 0
-    private var placeholderIn = false
-    private var sequence: UInt32 = 0
-    private var video: Track?
-    private var audio: Track?
-    private var nextCutMicros: Int64
+    let lock = Monitor()
+    let out: OutputContext
+    let packet: AVPacketBox   // reused for every packet
+    let sink = Sink()
+    let fd: Int32
+    var fileEnd: Int64 = 0
+    var placeholderIn = false
+    var sequence: UInt32 = 0
+    var video: Track?
+    var audio: Track?
+    var nextCutMicros: Int64
     /// The video packet waiting for the next one (its bytes in `heldVideoBytes`, reused).
-    private var heldVideo: (pts: Int64, dts: Int64, duration: Int64, isKeyframe: Bool, mayCut: Bool)?
-    private var heldVideoBytes: [UInt8] = []
-    private var fragments = 0
-    private var finished = false
+    var heldVideo: (pts: Int64, dts: Int64, duration: Int64, isKeyframe: Bool, mayCut: Bool)?
+    var heldVideoBytes: [UInt8] = []
+    var fragments = 0
+    var finished = false
     private var closed = false
     /// The first failed write to the file; once set, nothing more is written.
     public var writeFailure: MediaError? { lock.withLock { failure } }
-    private var failure: MediaError?
+    var failure: MediaError?
     /// Bytes at the start of the file known to be written whole: header, movie box and complete
     /// fragments (0 until the first fragment is out). A file cut here plays.
     public var completeBytes: Int64 { lock.withLock { complete.bytes } }
-    private var complete: (bytes: Int64, micros: Int64) = (0, 0)
+    var complete: (bytes: Int64, micros: Int64) = (0, 0)
     /// Media time those bytes hold, in microseconds (where every track has data).
     public var completeMicros: Int64 { lock.withLock { complete.micros } }
     /// Called after each fragment has been handed to the file (write(2) done, not yet synced),
@@ -199,26 +170,26 @@ public final class MP4Writer: @unchecked Sendable {
     var syncFile: @Sendable (Int32) -> Int32 = { fdatasync($0) }
     /// Packets whose DTS had to be forced strictly increasing (should stay 0).
     public var dtsFixes: Int { lock.withLock { fixes } }
-    private var fixes = 0
+    var fixes = 0
     /// Take 1's marker, waiting for the first fragment boundary.
-    private var pendingMarkers: [TakeMarker] = []
-    private var boundary: Boundary?
+    var pendingMarkers: [TakeMarker] = []
+    var boundary: Boundary?
     /// The last take announced and, per track, the latest start announced (takes come in media order).
-    private var announced: (index: Int, video: Int64?, audio: Int64?) = (0, nil, nil)
-    private var held: [Held] = []
-    private var heldBytes: [UInt8] = []
-    private var cuts: [Cut] = []
+    var announced: (index: Int, video: Int64?, audio: Int64?) = (0, nil, nil)
+    var held: [Held] = []
+    var heldBytes: [UInt8] = []
+    var cuts: [Cut] = []
     /// Each take marker written: the take's index and the file offset of its `free` box (where
     /// an undo of that take cuts the file back to).
     public var takeMarkers: [(index: Int, fileOffset: Int64)] { lock.withLock { markers } }
-    private var markers: [(index: Int, fileOffset: Int64)] = []
+    var markers: [(index: Int, fileOffset: Int64)] = []
 
     /// Bytes handed to the file so far (all of them once `finish()` returned).
     public var bytesWritten: Int64 { lock.withLock { fileEnd } }
 
     /// The file offset the next byte the muxer has written goes to (the placeholder counted
     /// before it is in: it goes in with the first bytes).
-    private var nextFileOffset: Int64 {
+    var nextFileOffset: Int64 {
         fileEnd + Int64(sink.bytes.count) + (placeholderIn ? 0 : Int64(Self.afterFtyp.count))
     }
 
@@ -344,242 +315,6 @@ public final class MP4Writer: @unchecked Sendable {
         return "\(meaning): \(fix)"
     }
 
-    /// Writes one H.264 packet (times in the video encoder's time base), in the encoder's output order.
-    public func writeVideo(_ p: Packet) throws { try lock.withLock { try writeVideoLocked(p) } }
-
-    private func writeVideoLocked(_ p: Packet) throws {
-        guard let video else { throw MediaError("MP4Writer.writeVideo on '\(path)': the file was created without video") }
-        if let failure { throw failure }
-        if var b = boundary, let start = b.videoStart, b.videoCrossed || p.pts >= start {
-            if !b.videoCrossed {
-                // The last packet before the take gets its true duration now.
-                if let h = heldVideo { try writeHeldVideo(h, duration: max(1, p.dts - h.dts), video) }
-                b.videoCrossed = true
-                boundary = b
-            }
-            try hold(p, video: true)
-            return
-        }
-        try writeVideoNow(p, video)
-    }
-
-    private func writeVideoNow(_ p: Packet, _ video: Track) throws {
-        // Later in display order than every frame before it: those have no hole, so a fragment may end there.
-        let mayCut = video.maxPts.map { p.pts > $0 } ?? true
-        video.maxPts = max(video.maxPts ?? p.pts, p.pts)
-        if let h = heldVideo { try writeHeldVideo(h, duration: max(1, p.dts - h.dts), video) }
-        heldVideoBytes.removeAll(keepingCapacity: true)
-        heldVideoBytes.append(contentsOf: p.data)
-        heldVideo = (p.pts, p.dts, p.duration, p.isKeyframe, mayCut)
-    }
-
-    private func writeHeldVideo(_ h: (pts: Int64, dts: Int64, duration: Int64, isKeyframe: Bool, mayCut: Bool),
-                                duration: Int64, _ video: Track) throws {
-        heldVideo = nil
-        try heldVideoBytes.withUnsafeBytes { bytes in
-            try write(Packet(data: bytes, pts: h.pts, dts: h.dts, duration: duration, isKeyframe: h.isKeyframe),
-                      video, mayCut: h.mayCut)
-        }
-    }
-
-    /// Writes one AAC packet (times in the audio encoder's time base), in the encoder's output order.
-    public func writeAudio(_ p: Packet) throws { try lock.withLock { try writeAudioLocked(p) } }
-
-    private func writeAudioLocked(_ p: Packet) throws {
-        guard let audio else { throw MediaError("MP4Writer.writeAudio on '\(path)': the file was created without audio") }
-        if let failure { throw failure }
-        if var b = boundary, let start = b.audioStart, b.audioCrossed || p.pts + max(1, p.duration) > start - audioLead {
-            if !b.audioCrossed { b.audioCrossed = true; boundary = b }
-            try hold(p, video: false)
-            return
-        }
-        try writeAudioNow(p, audio)
-    }
-
-    private func writeAudioNow(_ p: Packet, _ audio: Track) throws {
-        var mayCut = true
-        if let video {
-            // Only when the video has stopped coming (or has not come at all for that long).
-            let videoDts = video.lastDts.map { micros($0, video) } ?? 0
-            mayCut = micros(p.dts, audio) - videoDts > Self.videoStallMicros
-        }
-        try write(p, audio, mayCut: mayCut)
-    }
-
-    /// A take begins: `start` is its first frame's pts in the video encoder's time base (without
-    /// video: its first sample's output sample number, in the audio encoder's time base); 0 is the
-    /// file's first frame. Its marker (index, start in the chapter clock: the track's media
-    /// timescale, label cut to `TakeMarker.maxLabelBytes`) is written at its cut (take 1: at the
-    /// first fragment boundary). With video and audio, `beginAudioTake` announces the audio side.
-    public func beginTake(index: Int, label: String?, start: Int64) throws { try lock.withLock { try beginTakeLocked(index: index, label: label, start: start) } }
-
-    private func beginTakeLocked(index: Int, label: String?, start: Int64) throws {
-        try announce(index: index, label: label, video: video != nil ? start : nil, audio: video == nil ? start : nil)
-    }
-
-    /// With video: the audio of take `index` begins at output sample `sample` (what the packet
-    /// holding it and every later one belong to). Without video, `beginTake` says it.
-    public func beginAudioTake(index: Int, label: String?, sample: Int64) throws { try lock.withLock { try beginAudioTakeLocked(index: index, label: label, sample: sample) } }
-
-    private func beginAudioTakeLocked(index: Int, label: String?, sample: Int64) throws {
-        guard audio != nil, video != nil else { return }
-        try announce(index: index, label: label, video: nil, audio: sample)
-    }
-
-    private func announce(index: Int, label: String?, video v: Int64?, audio a: Int64?) throws {
-        if let failure { throw failure }
-        guard !finished else { throw MediaError("MP4Writer.beginTake(\(index)) after finish() on '\(path)'") }
-        guard index >= 1, (v ?? 0) >= 0, (a ?? 0) >= 0 else {
-            throw MediaError("MP4Writer.beginTake on '\(path)': take \(index) at \(v ?? a ?? 0); takes count from 1 and start at 0 or later")
-        }
-        // Takes come in media order: a later take (or the other track of the same one), starting
-        // no earlier than the last one announced on that track. Cuts and markers assume it.
-        if index < announced.index {
-            throw MediaError("MP4Writer.beginTake on '\(path)': take \(index) announced after take \(announced.index); takes must come in media order (an undone take is removed with rollback first)")
-        }
-        if let v, let last = announced.video, v < last {
-            throw MediaError("MP4Writer.beginTake on '\(path)': take \(index)'s video starts at \(v), before take \(announced.index)'s at \(last); takes must come in media order")
-        }
-        if let a, let last = announced.audio, a < last {
-            throw MediaError("MP4Writer.beginTake on '\(path)': take \(index)'s audio starts at sample \(a), before take \(announced.index)'s at \(last); takes must come in media order")
-        }
-        announced = (index, v ?? announced.video, a ?? announced.audio)
-        if index == 1 {
-            // The file's start: nothing before it to cut from.
-            guard cuts.isEmpty, !pendingMarkers.contains(where: { $0.index == 1 }), markers.isEmpty else { return }
-            if let v { pendingMarkers.append(TakeMarker(index: 1, start: video!.toStream(v), label: label ?? "")) }
-            else if video == nil, let a { pendingMarkers.append(TakeMarker(index: 1, start: audio!.toStream(a), label: label ?? "")) }
-            return
-        }
-        if let b = boundary, b.index != index { try cutTake(b) }
-        var b = boundary ?? Boundary(index: index, label: label)
-        if let v { b.videoStart = v }
-        if let a { b.audioStart = a }
-        if b.label == nil { b.label = label }
-        boundary = b
-    }
-
-    /// Holds a packet of the announced take until every track reaches it; cuts when they have.
-    private func hold(_ p: Packet, video isVideo: Bool) throws {
-        let start = heldBytes.count
-        heldBytes.append(contentsOf: p.data)
-        held.append(Held(video: isVideo, pts: p.pts, dts: p.dts, duration: p.duration, isKeyframe: p.isKeyframe,
-                         range: start..<heldBytes.count))
-        guard let b = boundary else { return }
-        let videoReady = video == nil || b.videoCrossed
-        let audioReady = audio == nil || b.audioCrossed
-        if videoReady && audioReady || heldBytes.count > Self.heldLimitBytes || heldSpanMicros > Self.videoStallMicros {
-            try cutTake(b)
-        }
-    }
-
-    /// Media time between the first and last packet held on one track.
-    private var heldSpanMicros: Int64 {
-        var span: Int64 = 0
-        for (isVideo, t) in [(true, video), (false, audio)] {
-            guard let t, let first = held.first(where: { $0.video == isVideo }), let last = held.last(where: { $0.video == isVideo }) else { continue }
-            span = max(span, micros(last.dts - first.dts, t))
-        }
-        return span
-    }
-
-    /// The take's clean cut: the fragment so far goes out, then the take's marker, then what was held of it.
-    private func cutTake(_ b: Boundary) throws {
-        boundary = nil
-        let clock = (video ?? audio)!
-        let start = video != nil ? b.videoStart : b.audioStart
-        let firstVideo = held.first(where: { $0.video }), firstAudio = held.first(where: { !$0.video })
-        // Each track must have data before the first fragment (the moov's edit lists come from it).
-        let canCut = [video, audio].allSatisfy { $0 == nil || $0!.lastDts != nil } && heldVideo == nil
-        if canCut {
-            try cutFragment()
-            nextCutMicros = max(nextCutMicros, (complete.micros / fragmentMicros + 1) * fragmentMicros)
-            cuts.append(Cut(index: b.index, fileOffset: nextFileOffset,
-                            fragments: fragments, sequence: sequence, nextCutMicros: nextCutMicros, completeMicros: complete.micros,
-                            video: video?.state, audio: audio?.state,
-                            videoNext: firstVideo?.dts, audioNext: firstAudio?.dts ?? audio?.nextDts))
-            writeMarker(TakeMarker(index: b.index, start: clock.toStream(start ?? 0), label: b.label ?? ""))
-        } else {
-            pendingMarkers.append(TakeMarker(index: b.index, start: clock.toStream(start ?? 0), label: b.label ?? ""))
-        }
-        let packets = held
-        held.removeAll(keepingCapacity: true)
-        defer { heldBytes.removeAll(keepingCapacity: true) }
-        for h in packets {
-            try heldBytes.withUnsafeBytes { all in
-                let p = Packet(data: UnsafeRawBufferPointer(rebasing: all[h.range]), pts: h.pts, dts: h.dts, duration: h.duration,
-                               isKeyframe: h.isKeyframe)
-                if h.video { try writeVideoNow(p, video!) } else { try writeAudioNow(p, audio!) }
-            }
-        }
-    }
-
-    /// Appends a marker to what goes to the file next (after a complete fragment).
-    private func writeMarker(_ m: TakeMarker) {
-        markers.append((m.index, nextFileOffset))
-        sink.bytes.append(contentsOf: m.box)
-    }
-
-    /// Removes take `take` (the last begun, not take 1: a file with no take left is started
-    /// again) and everything after it: the file is cut back to the take's marker, what was held
-    /// of it is dropped, and each track continues where the take began. The caller gives the
-    /// next take's packets from fresh encoders (the same settings): video from the removed
-    /// take's first pts, audio from the returned packet time. Returns the audio packet time
-    /// (encoder time base) the file's audio continues at (nil without audio).
-    public func rollback(take: Int) throws -> Int64? { try lock.withLock { try rollbackLocked(take: take) } }
-
-    private func rollbackLocked(take: Int) throws -> Int64? {
-        if let failure { throw failure }
-        guard !finished else { throw MediaError("MP4Writer.rollback(take: \(take)) after finish() on '\(path)'") }
-        guard take >= 2 else { throw MediaError("MP4Writer.rollback(take: \(take)) on '\(path)': take 1 is undone by starting the file again") }
-        pendingMarkers.removeAll { $0.index >= take }
-        // The next take may start where the removed one did.
-        announced = (take - 1, nil, nil)
-        let pending = boundary
-        boundary = nil
-        held.removeAll(keepingCapacity: true)
-        heldBytes.removeAll(keepingCapacity: true)
-        if let b = pending, b.index == take {
-            // Not cut yet: nothing of it is in the file (a held video packet is the take's only once video crossed).
-            if b.videoCrossed { heldVideo = nil }
-            return audio?.nextDts
-        }
-        guard let cut = cuts.last, cut.index == take else {
-            throw MediaError("MP4Writer.rollback(take: \(take)) on '\(path)': no clean cut for that take (cuts: \(cuts.map(\.index)))")
-        }
-        cuts.removeLast()
-        heldVideo = nil
-        // The muxer's open fragment holds only the removed take: it is flushed into memory and dropped.
-        let ctx = out.p
-        try checkAV(av_write_frame(ctx, nil), "cannot drop the open fragment of '\(path)'")
-        avio_flush(ctx.pointee.pb)
-        sink.bytes.removeAll(keepingCapacity: true)
-        if Sys.eintrSafe({ ftruncate(fd, off_t(cut.fileOffset)) }) != 0 || lseek(fd, off_t(cut.fileOffset), SEEK_SET) < 0 {
-            let e = errno
-            let err = MediaError("cannot cut '\(path)' back to take \(take) (\(cut.fileOffset) bytes): \(Errno.text(e))", systemError: e)
-            failure = err
-            throw err
-        }
-        // The cut is on the disk before the undo is answered: a power cut cannot bring the take back.
-        try syncLocked("the cut back to take \(take)")
-        fileEnd = cut.fileOffset
-        complete.bytes = cut.fileOffset
-        complete.micros = cut.completeMicros
-        fragments = cut.fragments
-        sequence = cut.sequence
-        nextCutMicros = cut.nextCutMicros
-        markers.removeAll { $0.index >= take }
-        for (t, state, next) in [(video, cut.video, cut.videoNext), (audio, cut.audio, cut.audioNext)] {
-            guard let t, let state else { continue }
-            t.state = state
-            // The next packet continues at `next` in the file and at muxNext in the muxer.
-            let fileNext = next ?? (state.lastDts.map { $0 + 1 } ?? 0)
-            t.shift = t.muxNext - t.toStream(fileNext)
-        }
-        return cut.audioNext
-    }
-
-    private func micros(_ x: Int64, _ t: Track) -> Int64 { rescale(x, 1_000_000 * t.timeBase.num, t.timeBase.den) }
 
     /// Writes the last fragment and closes the file. Does not rename it.
     /// `videoEnd`: where the video track ends (pts, video time base) when that is past its last
@@ -614,7 +349,7 @@ public final class MP4Writer: @unchecked Sendable {
     /// started the file again (undo of take 1), so the emptied file is what a power cut leaves.
     public func sync(_ what: String) throws { try lock.withLock { try syncLocked(what) } }
 
-    private func syncLocked(_ what: String) throws {
+    func syncLocked(_ what: String) throws {
         if let failure { throw failure }
         if Sys.eintrSafe({ syncFile(fd) }) != 0 {
             let e = errno
@@ -653,96 +388,5 @@ public final class MP4Writer: @unchecked Sendable {
             }
         }
         return complete
-    }
-
-    /// Where every track has been written up to (the smallest presentation end), in microseconds.
-    private var coveredMicros: Int64 {
-        let ends = [video, audio].compactMap { $0 }.map { $0.endMicros ?? 0 }
-        return max(0, ends.min() ?? 0)
-    }
-
-    private func write(_ p: Packet, _ t: Track, mayCut: Bool) throws {
-        if let failure { throw failure }
-        guard !finished else { throw MediaError("MP4Writer: \(t.name) packet after finish() on '\(path)'") }
-        var dts = p.dts, pts = p.pts
-        if let last = t.lastDts, dts <= last {
-            dts = last + 1
-            pts = max(pts, dts)
-            fixes += 1
-        }
-        let dtsMicros = micros(dts, t)
-        // (lastDts still as before this packet: every track must have a packet written already.)
-        if mayCut, dtsMicros >= nextCutMicros || fragments == 0,
-           video?.lastDts != nil || video == nil, audio?.lastDts != nil || audio == nil {
-            // Cut before this packet, so each fragment ends just under a boundary (the first as
-            // soon as every track has data).
-            try cutFragment()
-            nextCutMicros = max(nextCutMicros, (dtsMicros / fragmentMicros + 1) * fragmentMicros)
-        }
-        t.lastDts = dts
-
-        let pkt = packet.p
-        let toStream = t.toStream
-        // Safe: libavformat only reads a non-refcounted packet's data (movenc copies it into the fragment).
-        pkt.pointee.data = UnsafeMutablePointer(mutating: p.data.baseAddress?.assumingMemoryBound(to: UInt8.self))
-        pkt.pointee.size = Int32(p.data.count)
-        let sdts = toStream(dts) + t.shift
-        pkt.pointee.pts = toStream(pts) + t.shift
-        pkt.pointee.dts = sdts
-        pkt.pointee.duration = toStream(p.duration)
-        pkt.pointee.flags = p.isKeyframe ? AV_PKT_FLAG_KEY : 0
-        pkt.pointee.stream_index = t.index
-        let rc = av_write_frame(out.p, pkt)
-        pkt.pointee.data = nil; pkt.pointee.size = 0
-        try checkAV(rc, "cannot write a \(t.name) packet (dts \(dts)) to '\(path)'")
-        t.muxNext = sdts + toStream(p.duration)
-        t.nextDts = dts + p.duration
-        let end = micros(pts + p.duration, t)
-        t.endMicros = max(t.endMicros ?? end, end)
-    }
-
-    /// Ends the current fragment and hands it to the file.
-    private func cutFragment() throws {
-        let ctx = out.p
-        // With delay_moov the first forced flush writes only the moov; the second writes the fragment.
-        for _ in 0..<(fragments == 0 ? 2 : 1) {
-            try checkAV(av_write_frame(ctx, nil), "cannot write a fragment to '\(path)'")
-        }
-        fragments += 1
-        avio_flush(ctx.pointee.pb)
-        for m in pendingMarkers { writeMarker(m) }
-        pendingMarkers.removeAll()
-        try commit()
-        // Everything up to here reached the file whole.
-        complete.bytes = fileEnd
-        complete.micros = coveredMicros
-        onFragmentWritten?()
-    }
-
-    /// Hands what the muxer wrote since the last fragment to the file: the placeholder and the
-    /// signature after ftyp (the first time), each moof's tfdt and sequence number set right, then one write.
-    private func commit() throws {
-        var from = 0
-        if !placeholderIn {
-            guard sink.bytes.count >= 8 else { return }
-            let ftyp = Int(sink.bytes[0]) << 24 | Int(sink.bytes[1]) << 16 | Int(sink.bytes[2]) << 8 | Int(sink.bytes[3])
-            guard ftyp >= 8, ftyp <= sink.bytes.count else { throw MediaError("MP4Writer: the muxer's first box on '\(path)' is \(ftyp) bytes") }
-            sink.bytes.insert(contentsOf: Self.afterFtyp, at: ftyp)
-            placeholderIn = true
-            from = ftyp + Self.afterFtyp.count
-        }
-        var shifts: [UInt32: Int64] = [:]
-        for t in [video, audio].compactMap({ $0 }) where t.shift != 0 { shifts[t.trackID] = t.shift }
-        do { try FragmentRewrite.apply(&sink.bytes, from: from, shifts: shifts, sequence: &sequence) }
-        catch { throw MediaError("MP4Writer: cannot set the fragment times of '\(path)' right: \(error)") }
-        let (written, failed) = sink.bytes.withUnsafeBytes { Sys.writeFully(fd, $0) }
-        fileEnd += Int64(written)
-        sink.bytes.removeAll(keepingCapacity: true)
-        if let e = failed {
-            // What reached the file of this fragment is cut off by abandon().
-            let err = MediaError("cannot write to '\(path)': \(Errno.text(e))", systemError: e)
-            failure = err
-            throw err
-        }
     }
 }

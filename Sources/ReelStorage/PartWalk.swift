@@ -48,18 +48,13 @@ public struct PartWalk {
         case box(type: String, size: UInt64, end: Int64?, headerLength: Int)
     }
 
+    /// Read with ReelMedia's `MP4BoxHeader.fields`; the rules for sizes are recovery's own (a size
+    /// of 0 is no "to the end" here, one past Int64.max is a box with no end), not `MP4BoxHeader.place`'s.
     func head(_ offset: Int64) throws -> Head {
-        let b = try read(offset, 16)
-        guard b.count >= 8 else { return .cut }
-        var size = UInt64(be32(b, 0)), hl = 8
-        if size == 1 {
-            guard b.count >= 16 else { return .cut }
-            size = be64(b, 8); hl = 16
-        }
-        let type = fourCC(b, 4)
-        guard size <= UInt64(Int64.max) else { return .box(type: type, size: size, end: nil, headerLength: hl) }
-        let (end, over) = offset.addingReportingOverflow(Int64(size))
-        return .box(type: type, size: size, end: over || end > self.size ? nil : end, headerLength: hl)
+        guard let h = MP4BoxHeader.fields(try read(offset, 16)) else { return .cut }
+        guard h.size <= UInt64(Int64.max) else { return .box(type: h.type, size: h.size, end: nil, headerLength: h.headerLength) }
+        let (end, over) = offset.addingReportingOverflow(Int64(h.size))
+        return .box(type: h.type, size: h.size, end: over || end > size ? nil : end, headerLength: h.headerLength)
     }
 
     public func contents() throws -> PartContents {
@@ -68,7 +63,7 @@ public struct PartWalk {
         guard case let .box(ftypType, ftypSize, ftypEnd, _) = try head(0) else {
             return .notReels("it ends within its first box header (\(size) bytes)")
         }
-        guard ftypType == "ftyp" else { return .notReels("it does not start with an ftyp box (found '\(printable(ftypType))')") }
+        guard ftypType == "ftyp" else { return .notReels("it does not start with an ftyp box (found '\(ftypType)')") }
         guard ftypSize >= 8, ftypSize <= 4096, let place = ftypEnd else {
             return .notReels("its ftyp box claims \(ftypSize) bytes (\(size) in the file)")
         }
@@ -103,12 +98,12 @@ public struct PartWalk {
             if let why = MoovShape.problem(try read(offset, Int(s))) { return .damaged("its moov box at \(offset): \(why)") }
             offset = end
         case let .box(t, s, _, _):
-            return .damaged("a box '\(printable(t))' of \(s) bytes at \(offset), where Reel writes its moov box")
+            return .damaged("a box '\(t)' of \(s) bytes at \(offset), where Reel writes its moov box")
         }
         var keep = offset, fragments = 0
         walk: while offset < size {
             guard case let .box(type, boxSize, end, hl) = try head(offset) else { break walk }  // a header cut short: the tail
-            guard boxSize >= UInt64(hl) else { return .damaged("a box '\(printable(type))' at \(offset) claims \(boxSize) bytes, less than its header") }
+            guard boxSize >= UInt64(hl) else { return .damaged("a box '\(type)' at \(offset) claims \(boxSize) bytes, less than its header") }
             switch type {
             case "moof":
                 switch try fragment(at: offset, moofSize: boxSize, moofEnd: end) {
@@ -138,7 +133,7 @@ public struct PartWalk {
             case "mdat":
                 return .damaged("an mdat box at \(offset) with no moof before it")
             default:
-                return .damaged("a box '\(printable(type))' of \(boxSize) bytes at \(offset), which Reel does not write there")
+                return .damaged("a box '\(type)' of \(boxSize) bytes at \(offset), which Reel does not write there")
             }
         }
         return fragments == 0 ? .noMedia : .playable(keep: keep, fragments: fragments)
@@ -179,7 +174,7 @@ public struct PartWalk {
             guard let mdatEnd else { return .cutShort }
             return .whole(end: mdatEnd)
         case let .box(t, _, _, _):
-            return .damaged("a box '\(printable(t))' at \(moofEnd) after the moof at \(offset), where its mdat belongs")
+            return .damaged("a box '\(t)' at \(moofEnd) after the moof at \(offset), where its mdat belongs")
         }
     }
 }
@@ -203,7 +198,7 @@ enum MoofReader {
             guard to - o >= 8 else { throw WalkError(description: "a box header cut short at \(o)") }
             let s = Int(be32(m, o))
             guard s >= 8, s <= to - o else { throw WalkError(description: "a box of \(s) bytes at \(o) runs past its parent") }
-            out.append((fourCC(m, o + 4), (o + 8)..<(o + s)))
+            out.append((readFourCC(m, o + 4), (o + 8)..<(o + s)))
             o += s
         }
         return out
@@ -276,11 +271,11 @@ enum MoofReader {
     /// Whether `b` (the start of a file's last box, cut short) is the start of a moof as Reel
     /// writes one: complete children mfhd and traf, the last possibly cut short.
     static func isPrefixOfMoof(_ b: [UInt8]) -> Bool {
-        guard b.count >= 8, fourCC(b, 4) == "moof" else { return false }
+        guard b.count >= 8, readFourCC(b, 4) == "moof" else { return false }
         var o = 8
         while b.count - o >= 8 {
             let s = Int(be32(b, o))
-            guard s >= 8, ["mfhd", "traf"].contains(fourCC(b, o + 4)) else { return false }
+            guard s >= 8, ["mfhd", "traf"].contains(readFourCC(b, o + 4)) else { return false }
             if s > b.count - o { return true }
             o += s
         }
@@ -334,14 +329,4 @@ enum MoovShape {
         if let missing = rule.must.subtracting(seen).sorted().first { return "no '\(missing)' box in its \(type)" }
         return nil
     }
-}
-
-private func be32(_ b: [UInt8], _ o: Int) -> UInt32 {
-    UInt32(b[o]) << 24 | UInt32(b[o + 1]) << 16 | UInt32(b[o + 2]) << 8 | UInt32(b[o + 3])
-}
-private func be64(_ b: [UInt8], _ o: Int) -> UInt64 { UInt64(be32(b, o)) << 32 | UInt64(be32(b, o + 4)) }
-private func fourCC(_ b: [UInt8], _ o: Int) -> String { String(decoding: b[o..<(o + 4)], as: UTF8.self) }
-/// A box type for a message: the four bytes if printable ASCII, else their hex.
-private func printable(_ t: String) -> String {
-    t.utf8.count == 4 && t.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) ? t : t.utf8.map { String($0, radix: 16) }.joined(separator: " ")
 }

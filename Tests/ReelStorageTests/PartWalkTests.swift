@@ -76,6 +76,23 @@ final class PartWalkTests: XCTestCase {
         XCTAssertTrue(isDamaged(try contents(PartBytes.ftyp + PartBytes.placeholder + PartBytes.signature + v1 + PartBytes.fragment(1))), "mvhd version")
     }
 
+    /// A box type that is not printable ASCII is named as the finisher names it (`readFourCC`:
+    /// printable ASCII as it is, any other byte as \xHH), in the moov as at the top level: no
+    /// control character from the file reaches a message or the journal.
+    func testADamagedBoxTypeIsNamedInPlainText() throws {
+        let escape: [UInt8] = [0x1b, 0x5b, 0x32, 0x4a]  // ESC [ 2 J: clears a terminal
+        var moov = PartBytes.moov
+        let stbl = (0..<(moov.count - 4)).first { String(decoding: moov[$0..<($0 + 4)], as: UTF8.self) == "stbl" }!
+        moov.replaceSubrange(stbl..<(stbl + 4), with: escape)
+        let topLevel = PartBytes.head + PartBytes.fragment(1) + PartBytes.be32(16) + [0xff, 0xfe, 0x61, 0x62] + [UInt8](repeating: 0, count: 8)
+        for (bytes, shown) in [(PartBytes.ftyp + PartBytes.placeholder + PartBytes.signature + moov + PartBytes.fragment(1), "\\x1b[2J"),
+                               (topLevel, "\\xff\\xfeab")] {
+            guard case let .damaged(why) = try contents(bytes) else { XCTFail("not damaged: \(shown)"); continue }
+            XCTAssertTrue(why.utf8.allSatisfy { (0x20...0x7e).contains($0) }, "not plain text: \(why.debugDescription)")
+            XCTAssertTrue(why.contains("'\(shown)'"), why)
+        }
+    }
+
     /// Nothing after the pre-fragment boxes: nothing recorded.
     func testReelsPartWithNothingRecordedIsNoMedia() throws {
         XCTAssertEqual(try contents(PartBytes.head), .noMedia)

@@ -207,10 +207,10 @@ public struct SessionMachine: Sendable {
 
     public let configuration: Configuration
     public private(set) var timeline: Timeline
-    private var slots: FrameSlots?
+    var slots: FrameSlots?
     private var lastVideoPts = Int64.min
-    private var ptsFixes = 0
-    private var lastKeptOutput: Nanos?
+    var ptsFixes = 0
+    var lastKeptOutput: Nanos?
     /// The take of the last frame given to the encoder (without video: of the last samples).
     private var lastTake: Int = 0
     /// With video: the take of the last samples given to the encoder.
@@ -230,7 +230,7 @@ public struct SessionMachine: Sendable {
     public private(set) var audioFilled: Int64 = 0
     /// Frames in the pending FIFO (queued, not yet kept or dropped).
     public private(set) var audioPending = 0
-    private var sourceFailure: String?
+    var sourceFailure: String?
     private var sourceFailureHandled = false
     private var failure: Failure?
     private var lastPublish: Nanos?
@@ -242,8 +242,8 @@ public struct SessionMachine: Sendable {
     }
     private var takeMarks: [TakeMark] = []
     /// Status's audio peak and the journal's drop reports (see `PeakWindow`, `DropReports`).
-    private var peaks = PeakWindow()
-    private var drops = DropReports()
+    var peaks = PeakWindow()
+    var drops = DropReports()
     private enum Stage { case drain, latch, publish, stop, finishing(Ending), waiting, ended }
     private var stage = Stage.drain
     /// True once `.finish` was returned: the driver's loop is over.
@@ -495,48 +495,5 @@ public struct SessionMachine: Sendable {
                 return nil
             }
         }
-    }
-
-    // MARK: Meters
-
-    /// Kept samples (interleaved, `channels` channels) on their way to the encoder: metered for
-    /// status's peak (`audioPeak`). Silence filled in is not metered.
-    public mutating func meterKept(_ samples: UnsafeBufferPointer<Int16>, channels: Int) {
-        peaks.add(samples, channels: channels)
-    }
-
-    /// Per channel, the peak of the kept audio over about the last second (empty without audio).
-    public mutating func audioPeak(now: Nanos) -> [Int32] {
-        guard let f = configuration.audio else { return [] }
-        return peaks.read(now: now, channels: f.channels)
-    }
-
-    /// The video frames dropped so far (`total`) at `now`: what to report in the journal, if anything.
-    public mutating func dropsToReport(total: Int64, now: Nanos) -> (new: Int64, total: Int64)? {
-        drops.observe(total: total, now: now)
-    }
-
-    // MARK: State
-
-    /// The status of the recording so far.
-    public var progress: Progress {
-        var recorded: Nanos = 0
-        if let out = lastKeptOutput, let fps = configuration.videoFPS {
-            recorded = out + rescale(1, nanosPerSecond * fps.den, fps.num)
-        }
-        if let f = configuration.audio { recorded = max(recorded, f.sampleTime(timeline.audioOutput)) }
-        var durations: [Nanos] = []
-        var closed: Nanos = 0
-        for seg in timeline.segments {
-            if let end = seg.end { durations.append(end - seg.begin); closed += end - seg.begin }
-            else { durations.append(max(0, recorded - closed)) }
-        }
-        return Progress(phase: timeline.phase, stopping: timeline.phase == .stopped, segmentDurations: durations,
-                        recordedNs: recorded, frames: framesEncoded,
-                        droppedFrames: Int64(timeline.videoNonMonotonic) + Int64(slots?.collisions ?? 0),
-                        audioSamples: timeline.audioOutput, audioFilledSamples: audioFilled,
-                        timestampFixes: ptsFixes + timeline.videoOutputFixes, sourceError: sourceFailure,
-                        takes: timeline.takes, remaining: timeline.remaining, capReached: timeline.capReached,
-                        origin: timeline.startInstant)
     }
 }

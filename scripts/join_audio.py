@@ -141,6 +141,18 @@ def chapters(path):
     return out
 
 
+def track_end_gap_samples(path, rate):
+    """Where the file's audio track ends minus where its video track ends, in audio samples, from
+    the container (each track's duration in its own timescale, edit lists applied): what a player
+    is told. A decoder's count cannot say it: FFmpeg decodes the last AAC packet whole (1024
+    samples) whatever the packet's duration, so decoded audio overshoots by up to 1023 samples."""
+    out = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=codec_type,duration_ts,time_base,start_pts",
+                          "-of", "json", path], capture_output=True, text=True, check=True).stdout
+    st = {s["codec_type"]: s for s in json.loads(out)["streams"] if s["codec_type"] in ("audio", "video")}
+    end = {k: (Fraction(v.get("start_pts", 0)) + Fraction(v["duration_ts"])) * Fraction(v["time_base"]) for k, v in st.items()}
+    return float((end["audio"] - end["video"]) * rate)
+
+
 def decode(path):
     """(float samples (n, channels), rate, start_s): the decoder's output with the edit list
     applied, as ffmpeg plays it; start_s is the output time of its first sample."""

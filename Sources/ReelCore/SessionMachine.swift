@@ -219,10 +219,10 @@ public struct SessionMachine: Sendable {
     private var heldAction: Action?
     /// Frames given to the encoder.
     public private(set) var framesEncoded: Int64 = 0
-    /// Where the video track ends (pts in `videoTimeBase`) when the last take ends past its last
-    /// frame's slot (a camera gap before the stop): the last frame lasts until there. nil: the
-    /// last frame's own duration ends it.
-    public private(set) var videoEndPTS: Int64?
+    /// Where the video track ends (pts in `videoTimeBase`) when the last take kept ends past its
+    /// last frame's slot (a camera gap, or frames dropped, before its pause or stop): the last
+    /// frame lasts until there. nil: the last frame's own duration ends it.
+    public var videoEndPTS: Int64? { takeMarks.last?.endPTS }
     private var audioFirstSample: Int64?
     /// Source samples taken in (delivered, and lost ones filled with silence).
     private var audioReceived: Int64 = 0
@@ -239,6 +239,8 @@ public struct SessionMachine: Sendable {
     /// Per take with an encoded frame: what to restore when it is undone.
     private struct TakeMark: Sendable {
         var take: Int, slotBefore: Int64?, ptsBefore: Int64, outputBefore: Nanos?, firstPTS: Int64, frames: Int64
+        /// Where the take's video ends when that is past its last frame's slot (`videoEndPTS`).
+        var endPTS: Int64? = nil
     }
     private var takeMarks: [TakeMark] = []
     /// Status's audio peak and the journal's drop reports (see `PeakWindow`, `DropReports`).
@@ -350,10 +352,17 @@ public struct SessionMachine: Sendable {
               let end = withoutFrame ? slots.end(atOrAfter: out) : slots.end(closedAt: out),
               let take = timeline.takes.last, takeMarks.last?.take == take.number else { return }
         timeline.endAudio(atOutput: end)
-        let tb = configuration.videoTimeBase, fps = slots.fps
+        markVideoEnd(end, lastSlot: last)
+    }
+
+    /// The last take's video lasts until output time `end` when its last frame (slot `lastSlot`)
+    /// ends before it.
+    private mutating func markVideoEnd(_ end: Nanos, lastSlot last: Int64) {
+        guard let fps = slots?.fps, !takeMarks.isEmpty else { return }
+        let tb = configuration.videoTimeBase
         let lastEnd = rescale(last + 1, tb.den * fps.den, fps.num * tb.num)
         let endPTS = rescale(end, tb.den, nanosPerSecond * tb.num)
-        videoEndPTS = endPTS > lastEnd ? endPTS : nil
+        takeMarks[takeMarks.count - 1].endPTS = endPTS > lastEnd ? endPTS : nil
     }
 
     /// Cut `k`, just resolved by a frame, is a pause: the take's audio ends on the frame grid,
@@ -364,8 +373,9 @@ public struct SessionMachine: Sendable {
         guard k >= 1, !cuts[k].keepAfter, !cuts[k].isStop, let at = cuts[k].at, let origin = timeline.origin,
               takeMarks.last?.take == (k - 1) / 2 + 1 else { return }
         let out = at - origin - cuts[k - 1].offsetNanos
-        guard let end = slots?.end(closedAt: out) else { return }
+        guard let end = slots?.end(closedAt: out), let last = slots?.lastSlot else { return }
         timeline.endAudio(ofPause: k, atOutput: end)
+        markVideoEnd(end, lastSlot: last)
     }
 
     /// Counts an encoded frame in its take, remembering at its first what an undo restores.

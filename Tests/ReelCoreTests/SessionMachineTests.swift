@@ -429,6 +429,23 @@ final class SessionMachineTests: XCTestCase {
         XCTAssertEqual(m.machine.videoEndPTS, 91 * 3000)
     }
 
+    /// Frames missing just before a pause (a camera gap shorter than the stall limit), then a stop
+    /// while paused: the take's audio ends where the pause's frame's slot begins, and the last frame
+    /// lasts until there, so the file's tracks end on the same sample.
+    func testAGapBeforeAPauseThenAStopWhilePausedEndsBothTracksTogether() {
+        var m = ManualSession(start: t0)
+        m.camera(from: t0, until: t0 + 6 * s, latency: 15 * ms) { ($0 - self.t0) >= 2 * self.s && ($0 - self.t0) < 2500 * self.ms }
+        m.microphone(from: t0, until: t0 + 6 * s, chunk: 480, latency: 25 * ms)
+        m.request(.pause, at: t0 + 2200 * ms)
+        m.request(.stop, at: t0 + 3 * s)
+        m.run(until: t0 + 20 * s)
+        XCTAssertEqual(m.ending, .complete)
+        XCTAssertEqual(m.videoCaptured, frames(0..<60))
+        // The pause resolves on the frame at 2.5 s (slot 75): audio to 2.5 s, the last frame (slot 59) until there.
+        XCTAssertEqual(m.audio, [Run(from: 0, count: 120_000)])
+        XCTAssertEqual(m.machine.videoEndPTS, 75 * 3000)
+    }
+
     func testAMicrophoneThatStopsDeliveringIsCompletedWithSilenceAfterTwoSeconds() {
         // The ALSA thread hangs at 2.5 s (alive, no error): the stop at 4 s resolves on the frame at
         // 4 s (arriving 4.015 s); 2 s later the missing 1.5 s of audio is filled with silence.

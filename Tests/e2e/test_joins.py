@@ -59,19 +59,6 @@ def end_gap_samples(rep):
     return (a["start"] + a["duration"] - (v["start"] or 0) - v["duration"]) * a["sample_rate"]
 
 
-def track_end_gap_samples(path):
-    """Where the file's audio track ends minus where its video track ends, in audio samples, from
-    the container (each track's duration in its own timescale, edit lists applied): what a player
-    is told. A decoder's count cannot say it: FFmpeg decodes the last AAC packet whole (1024
-    samples) whatever the packet's duration, so decoded audio overshoots by up to 1023 samples."""
-    out = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=codec_type,duration_ts,time_base,start_pts",
-                          "-of", "json", path], capture_output=True, text=True, check=True).stdout
-    import json
-    st = {s["codec_type"]: s for s in json.loads(out)["streams"] if s["codec_type"] in ("audio", "video")}
-    end = {k: (Fraction(v.get("start_pts", 0)) + Fraction(v["duration_ts"])) * Fraction(v["time_base"]) for k, v in st.items()}
-    return float((end["audio"] - end["video"]) * RATE)
-
-
 def judge(final, src, note):
     """Sync and joins of one recording: (reel_verify report, join report, problems)."""
     rep = rv.analyze(final)
@@ -217,7 +204,7 @@ def test_joins_click_free_after_undo_and_stop_while_paused(reeld, source, note):
         lag_want = [int(round((Fraction(s["first_n"]) / fps - Fraction(s["first_i"]) / fps) * RATE)) for s in rep["segments"]]
         if jr["lags"] != lag_want:
             problems.append(f"audio source lags {jr['lags']} samples, the video's {lag_want}: A/V apart at a join")
-    gap = track_end_gap_samples(final)
+    gap = ja.track_end_gap_samples(final, RATE)
     note(f"stopped while paused: the audio track ends {gap:+.0f} samples from the video track's end "
          f"(decoded: {end_gap_samples(rep):+.0f}, the last AAC packet decoded whole)")
     # NEW with issue 23 (not asserted before it): stopped while paused, the audio ends on the

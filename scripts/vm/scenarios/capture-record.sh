@@ -48,9 +48,12 @@ kill $GUARD 2>/dev/null || true
 echo "sigterm $t1 $t2 $rc" >> "$OUT/times.txt"
 log "reeld record exited with status $rc $(echo "$t2 $t1" | awk '{printf "%.2f", $1 - $2}') s after SIGTERM"
 kill $APLAY_PID 2>/dev/null || true
+# The loopback's playback side is free again only once that player has exited: a player started
+# while it still held it got EBUSY and the joins were recorded silent (once in two runs).
+wait $APLAY_PID 2>/dev/null || true
 
 echo "play-joins $(now) $(now) 0" >> "$OUT/times.txt"
-aplay -q -D "$SPEAKER" "$IN/joins.wav" &
+aplay -q -D "$SPEAKER" "$IN/joins.wav" 2>>"$OUT/aplay-joins.log" &
 APLAY_PID=$!
 reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size 320x180 --fps 10 --pixel-format yuyv --preset $PRESET \
     --sample-rate 48000 --channels 2 --audio-bitrate 256000

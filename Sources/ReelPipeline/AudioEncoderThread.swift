@@ -68,7 +68,7 @@ final class AudioEncoderThread: @unchecked Sendable {
     /// Pipeline thread: `frames` frames of silence the output needs (a run without samples).
     func submitSilence(frames: Int) { submitRun(Run(kind: .silence, frames: frames)) }
 
-    /// Pipeline thread: hands `frames` frames of `kind` (`.keep` or `.drop`) over, in pieces that fit the ring.
+    /// Pipeline thread: hands `frames` frames of `kind` (`.keep`, `.drop` or `.gap`) over, in pieces that fit the ring.
     /// Unsafe pointer: `samples` points at `frames * channels` readable values for this call only.
     func submit(_ kind: Run.Kind, _ samples: UnsafePointer<Int16>, frames: Int) {
         var done = 0
@@ -139,11 +139,12 @@ final class AudioEncoderThread: @unchecked Sendable {
             if stop { break }
             let r = runs.peek()
             switch r.kind {
-            case .keep, .drop:
+            case .keep, .drop, .gap:
                 // The run's samples were written before the run was published.
                 ring.read(maxFrames: r.frames) { samples in
                     guard !failed.load(ordering: .relaxed) else { return }
-                    do { try consume(r.kind == .keep ? .keep(samples) : .drop(samples)) } catch { fail(error) }
+                    let item: AudioItem = r.kind == .keep ? .keep(samples) : r.kind == .drop ? .drop(samples) : .gap(samples)
+                    do { try consume(item) } catch { fail(error) }
                 }
             case .silence, .command:
                 if !failed.load(ordering: .relaxed) {

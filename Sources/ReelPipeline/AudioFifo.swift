@@ -1,5 +1,6 @@
 /// Interleaved S16 samples waiting for the timeline to decide them: a ring allocated once.
-/// Owned by the pipeline thread only.
+/// Owned by the pipeline thread only. It also knows which of its frames are silence filled in
+/// for samples a device lost (`markGap`), so the output can fade around them (`run(upTo:)`).
 struct AudioFifo: ~Copyable {
     let channels: Int
     let capacity: Int            // in frames
@@ -7,12 +8,20 @@ struct AudioFifo: ~Copyable {
     private let ring: UnsafeMutablePointer<Int16>
     private var head = 0         // frame index of the oldest sample
     private(set) var count = 0   // frames held
+    /// Frames ever appended and ever removed (the absolute positions of `gaps`).
+    private(set) var appended: Int64 = 0
+    private var removed: Int64 = 0
+    /// Filled-in ranges [start, end) not yet removed, oldest first; at most `maxGaps` (more are
+    /// forgotten: their frames pass as kept silence, without the fades).
+    private var gaps: [(start: Int64, end: Int64)] = []
+    private static let maxGaps = 64
 
     init(channels: Int, capacityFrames: Int) {
         self.channels = channels
         capacity = capacityFrames
         ring = .allocate(capacity: capacityFrames * channels)
         ring.initialize(repeating: 0, count: capacityFrames * channels)
+        gaps.reserveCapacity(Self.maxGaps)
     }
     deinit { ring.deallocate() }
 
@@ -23,6 +32,28 @@ struct AudioFifo: ~Copyable {
         precondition(frames <= room, "audio FIFO overflow")
         ring.ringWrite(capacity: capacity, channels: channels, at: head + count, from: src, frames: frames)
         count += frames
+        appended += Int64(frames)
+    }
+
+    /// The frames appended since `from` (an earlier `appended`) are silence filled in for samples
+    /// a device lost.
+    mutating func markGap(from: Int64) {
+        guard appended > from else { return }
+        if let last = gaps.last, last.end == from { gaps[gaps.count - 1].end = appended; return }
+        guard gaps.count < Self.maxGaps else { return }
+        gaps.append((from, appended))
+    }
+
+    /// The oldest frames, up to `limit`, that are all filled in or all not: how many, and which.
+    func run(upTo limit: Int) -> (frames: Int, gap: Bool) {
+        guard let g = gaps.first else { return (limit, false) }
+        if removed < g.start { return (Int(min(Int64(limit), g.start - removed)), false) }
+        return (Int(min(Int64(limit), g.end - removed)), true)
+    }
+
+    private mutating func forget(_ n: Int) {
+        removed += Int64(n)
+        while let g = gaps.first, g.end <= removed { gaps.removeFirst() }
     }
 
     /// Hands the oldest `frames` frames to `body` in at most two contiguous pieces and removes them.
@@ -32,12 +63,14 @@ struct AudioFifo: ~Copyable {
             try body($0)
             let n = $0.count / channels
             head = (head + n) % capacity; count -= n
+            forget(n)
         }
     }
 
     mutating func discard(_ frames: Int) {
         precondition(frames <= count, "audio FIFO underflow")
         head = (head + frames) % capacity; count -= frames
+        forget(frames)
     }
 }
 

@@ -31,6 +31,10 @@ extension AACEncoder: AudioEncoding {}
 ///   its first `half` kept frames. When those have come, the mixed window replaces the held
 ///   tail and the incoming frames. A take shorter than `half` frames, or the end, completes the
 ///   mix with what has come. A cut before any output (the recording's start) is no join.
+/// - A device gap (`.gap`: silence filled in for samples the device lost, kept in place) has no
+///   far side to mix: the held tail fades out to it and the first `half` source frames after it
+///   fade in, along a raised cosine (flat where it meets the silence). Nothing moves; a pause during the gap is
+///   an ordinary cut.
 /// - Undo (`rollBack`): each take records, when it begins, what the encoder had been given
 ///   (its last two packets' worth: the history) and, when its join is mixed, the outgoing side
 ///   unmixed. An undo of take N > 1 gets a fresh encoder, fed the history from one packet
@@ -78,6 +82,11 @@ final class AudioOutput {
     /// The last `half` source frames (kept or dropped), a ring: the incoming side before a resume.
     private var pre: [Int16]
     private var preNext = 0, preCount = 0
+    /// In a device gap (the tail has faded out), and the frames of the fade-in still to come after it.
+    private var inGap = false
+    private var fadeInLeft = 0
+    /// The fade-in's frames, faded (half a window).
+    private var faded: [Int16]
     private let zeros: [Int16]
 
     /// Per take (by number): what `rollBack` restores.
@@ -116,6 +125,7 @@ final class AudioOutput {
         outWin = [Int16](repeating: 0, count: w)
         inWin = outWin; mixWin = outWin
         pre = held
+        faded = held
         zeros = [Int16](repeating: 0, count: 1024 * channels)
         takes = []
         takes.reserveCapacity(64)
@@ -132,6 +142,7 @@ final class AudioOutput {
         switch item {
         case let .keep(s): try keep(s)
         case let .drop(s): try drop(s)
+        case let .gap(s): try gap(s)
         case let .silence(n):
             var left = n
             while left > 0 {
@@ -169,12 +180,57 @@ final class AudioOutput {
         }
         guard !rest.isEmpty else { return }
         produced += Int64(rest.count / channels)
-        try push(rest)
         notePre(rest)
+        if inGap { inGap = false; fadeInLeft = half }
+        if fadeInLeft > 0 {
+            // The first source frames after a device gap rise from silence.
+            let n = rest.count / channels, k = min(fadeInLeft, n), first = half - fadeInLeft
+            faded.withUnsafeMutableBufferPointer { f in
+                for i in 0..<k {
+                    let g = Self.toSilence(fade.incomingGain(min(fade.frames - 1, 2 * (first + i))))
+                    for c in 0..<channels { f[i * channels + c] = Self.scaled(rest[i * channels + c], g) }
+                }
+            }
+            fadeInLeft -= k
+            try faded.withUnsafeBufferPointer { try push(UnsafeBufferPointer(rebasing: $0[0..<(k * channels)])) }
+            rest = UnsafeBufferPointer(rebasing: rest[(k * channels)...])
+            guard !rest.isEmpty else { return }
+        }
+        try push(rest)
     }
+
+    /// Silence filled in for lost samples: kept as it is; the tail before it fades out (once).
+    private func gap(_ s: UnsafeBufferPointer<Int16>) throws {
+        guard !s.isEmpty else { return }
+        guard state == .running else { return try keep(s) }  // inside a join: mixed as any frames
+        if !inGap {
+            inGap = true
+            fadeInLeft = 0
+            let h = heldCount
+            held.withUnsafeMutableBufferPointer { b in
+                for p in 0..<h {
+                    let g = Self.toSilence(fade.outgoingGain(min(fade.frames - 1, ((2 * p + 1) * fade.frames) / (2 * h))))
+                    for c in 0..<channels { b[p * channels + c] = Self.scaled(b[p * channels + c], g) }
+                }
+            }
+        }
+        produced += Int64(s.count / channels)
+        try push(s)
+        notePre(s)
+    }
+
+    /// The gain of a fade to or from silence at the crossfade's point with gain `g` (Q15): its
+    /// square, a raised cosine, whose slope is zero where it meets the silence (an equal-power
+    /// gain starts with a kink there: a 347 Hz tone faded in that way made 3.4 times its second
+    /// difference, this stays within 3 times: AudioOutputTests).
+    private static func toSilence(_ g: Int32) -> Int64 { (Int64(g) * Int64(g) + (1 << 14)) >> 15 }
+
+    /// A sample times a Q15 gain, rounded and saturated.
+    private static func scaled(_ x: Int16, _ g: Int64) -> Int16 { Int16(clamping: (Int64(x) * g + (1 << 14)) >> 15) }
 
     private func drop(_ s: UnsafeBufferPointer<Int16>) throws {
         guard !s.isEmpty else { return }
+        inGap = false; fadeInLeft = 0  // a cut: its join mixes whatever the gap left
         if state == .joining { try completeJoin() }  // a take shorter than half a window
         if state == .running, heldCount > 0 {
             // A cut after output: the held tail is the outgoing side, the dropped frames its continuation.

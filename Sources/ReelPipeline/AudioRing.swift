@@ -97,6 +97,9 @@ enum AudioItem {
     case keep(UnsafeBufferPointer<Int16>)
     /// Samples decided out (a pause, an undone take): the far side of a join, never output.
     case drop(UnsafeBufferPointer<Int16>)
+    /// Kept samples that are silence filled in for samples a device lost (an overrun): output,
+    /// with a fade out before and in after, as the sound on their far side was never captured.
+    case gap(UnsafeBufferPointer<Int16>)
     /// Frames of silence the output needs (no source samples).
     case silence(Int)
     case command(AudioCommand)
@@ -118,7 +121,7 @@ enum AudioCommand: Sendable, Equatable {
 
 /// One entry of the `RunRing`: a run of `frames` samples of `kind` in the `AudioRing`, or a command.
 struct Run: Sendable {
-    enum Kind: UInt8, Sendable { case keep, drop, silence, command }
+    enum Kind: UInt8, Sendable { case keep, drop, gap, silence, command }
     var kind: Kind
     var frames: Int
     var command: AudioCommand? = nil

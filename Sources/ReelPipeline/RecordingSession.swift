@@ -235,9 +235,15 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         case let .encodeAudio(n):
             guard let aacThread else { return }
             let channels = fifo.channels  // read before consume(): it holds exclusive access to fifo
-            fifo.consume(n) { samples in
-                machine.meterKept(samples, channels: channels)
-                aacThread.submit(.keep, samples.baseAddress!, frames: samples.count / channels)
+            var left = n
+            while left > 0 {
+                // Silence filled in for lost samples goes as such: the output fades around it.
+                let run = fifo.run(upTo: left)
+                fifo.consume(run.frames) { samples in
+                    machine.meterKept(samples, channels: channels)
+                    aacThread.submit(run.gap ? .gap : .keep, samples.baseAddress!, frames: samples.count / channels)
+                }
+                left -= run.frames
             }
         case let .dropAudio(n):
             // The dropped samples are the far side of a join: the crossfade takes what it needs of them.
@@ -376,7 +382,12 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
 
     /// Takes delivered samples (nil: `frames` of silence for samples the source lost) into the
     /// pending FIFO, through the drift-lock resampler when it is on.
+    /// Silence for lost samples is marked in the FIFO as filled in (`AudioFifo.markGap`): the
+    /// output fades out before it and in after it (`AudioOutput`). Through the resampler the mark
+    /// is what this call put out, within the filter's delay (under a millisecond) of the gap.
     private func acceptAudio(_ samples: UnsafeBufferPointer<Int16>?, frames: Int, time: Nanos) throws {
+        let before = fifo.appended
+        defer { if samples == nil { fifo.markGap(from: before) } }
         guard let resampler else {
             try machine.audioQueued(frames: frames, captureTime: time)
             fifo.append(samples?.baseAddress, frames: frames)

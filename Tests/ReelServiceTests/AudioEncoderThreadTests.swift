@@ -28,7 +28,7 @@ final class AudioEncoderThreadTests: XCTestCase {
                     try zeros.withUnsafeBufferPointer { try aac.encode(interleaved: UnsafeBufferPointer(rebasing: $0[0..<k])) { try mux.writeAudio($0) } }
                     n -= k
                 }
-            case .drop, .command: XCTFail("only kept samples and silence were submitted")
+            case .drop, .gap, .command: XCTFail("only kept samples and silence were submitted")
             }
         }
         t.start()

@@ -244,6 +244,41 @@ final class AudioOutputTests: XCTestCase {
         }
     }
 
+    /// Silence filled in for samples a device lost (an overrun) is kept in place: the tail before
+    /// it fades out and the source after it fades in, so neither edge clicks; every position and
+    /// every sample away from the edges is unchanged.
+    func testADeviceGapFadesOutAndIn() throws {
+        var rng = SplitMix64(seed: 5)
+        let source = tone(40_000, channels: 1)
+        let rig = Rig(channels: 1, rate: rate)
+        let h = rig.output.fade.half
+        try rig.command(.beginTake(number: 1, start: 0))
+        try rig.feed(Array(source[0..<15_000]), keep: true, rng: &rng)
+        let zeros = [Int16](repeating: 0, count: 3000)
+        try zeros.withUnsafeBufferPointer { try rig.output.consume(.gap(UnsafeBufferPointer(rebasing: $0[0..<1000]))) }
+        try zeros.withUnsafeBufferPointer { try rig.output.consume(.gap(UnsafeBufferPointer(rebasing: $0[1000..<3000]))) }
+        try rig.feed(Array(source[18_000..<40_000]), keep: true, rng: &rng)
+        try rig.command(.finish)
+        let got = rig.encoders[0].given.map { Int($0) }
+        XCTAssertEqual(got.count, 40_000, "no sample added or removed")
+        XCTAssertEqual(Array(got[0..<(15_000 - h)]), source[0..<(15_000 - h)].map { Int($0) }, "untouched before the fade")
+        XCTAssertTrue(got[15_000..<18_000].allSatisfy { $0 == 0 }, "the gap stays silent")
+        XCTAssertEqual(Array(got[(18_000 + h)...]), source[(18_000 + h)...].map { Int($0) }, "untouched after the fade")
+        let d2 = Self.secondDifference(got)
+        var elsewhere: [Int] = []
+        for (i, v) in d2.enumerated() where abs(i - 15_000) > 960 && abs(i - 18_000) > 960 && i < 36_000 && i > 1000 { elsewhere.append(v) }
+        elsewhere.sort()
+        let p999 = elsewhere[elsewhere.count * 999 / 1000]
+        for edge in [15_000, 18_000] {
+            let worst = d2[(edge - 480)..<(edge + 480)].max()!
+            let at = d2[(edge - 480)..<(edge + 480)].firstIndex(of: worst)!
+            XCTAssertLessThanOrEqual(worst, 3 * p999, "second difference at the gap's edge \(edge): \(worst) at \(at) against \(p999) elsewhere; around it \(Array(got[(at - 3)...(at + 3)]))")
+        }
+        // Without the fades the edges are hard steps: the measure sees them.
+        let hard = Array(source[0..<15_000].map { Int($0) }) + [Int](repeating: 0, count: 3000) + source[18_000..<40_000].map { Int($0) }
+        XCTAssertGreaterThan(Self.secondDifference(hard)[(15_000 - 480)..<(15_000 + 480)].max()!, 3 * p999)
+    }
+
     /// Every take undone: the output starts again at 0 with a fresh encoder, and no join is mixed
     /// with what came before.
     func testUndoOfTakeOneStartsAgain() throws {

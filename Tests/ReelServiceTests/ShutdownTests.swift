@@ -73,68 +73,6 @@ final class ServiceGroupTests: XCTestCase {
                                  "reeld's shutdown budget must end at least 5 s before the unit's \(line)")
         XCTAssertLessThan(Recorder.stopWaitNs, ServiceGroup.shutdownBudgetNs)
     }
-
-    /// A start under way when shutdown begins (here: waiting for standby's devices to open) is
-    /// waited for, and the recording it makes is finished before shutdown returns. Shutdown
-    /// returned at once instead (nothing was recording yet): the start went on after it, and
-    /// reeld's exit then cut that recording into a .part.
-    func testShutdownWaitsForAStartUnderWayAndFinishesItsRecording() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("reel-shutdown-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        var config = RecorderConfig(outputDir: dir,
-                                    video: .test(VideoFormat(width: 64, height: 64, fps: Rational(10), pixelFormat: .i420)),
-                                    audio: .test(AudioFormat(sampleRate: 48000, channels: 1), skewPpm: 0),
-                                    paced: true, h264: H264Settings(), aac: AACSettings())
-        config.standby = true
-        let recorder = Recorder(config: config, logger: Logger(label: "test"))
-        let t0 = SystemClock.now()
-        // Standby is on but its thread not started: the start waits for the devices.
-        let started = Promise<Reply>()
-        NamedThread.start("test-start") { started.fulfill(recorder.handle(Request(cmd: .start, name: "during"))) }
-        XCTAssertTrue(recorder.waitForLifecycle(until: t0 + 10 * nanosPerSecond) { $0.phase == .starting })
-        let shutDown = Promise<Bool>()
-        NamedThread.start("test-shutdown") {
-            recorder.shutdown(deadline: SystemClock.now() + 60 * nanosPerSecond)
-            shutDown.fulfill(started.wait(until: 0) != nil)  // was the start answered before shutdown returned?
-        }
-        XCTAssertTrue(recorder.waitForLifecycle(until: t0 + 10 * nanosPerSecond) { $0.closing })
-        recorder.startStandby()  // the devices open: the start goes on
-        let answeredFirst = try XCTUnwrap(shutDown.wait(until: SystemClock.now() + 90 * nanosPerSecond), "shutdown did not return")
-        let reply = try XCTUnwrap(started.wait(until: SystemClock.now() + 10 * nanosPerSecond), "the start was not answered")
-        if recorder.statusInfo().state != .idle { _ = recorder.handle(Request(cmd: .stop)) }
-        XCTAssertTrue(answeredFirst, "shutdown returned while a start was under way")
-        XCTAssertTrue(reply.ok, "\(String(describing: reply.error))")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: "\(dir)/during.mp4"), "its recording was finished")
-        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/during.mp4.part"))
-    }
-
-    /// A recording that stops by itself (here: at its length cap) as shutdown begins is waited
-    /// for: shutdown's own stop is refused (the pipeline is stopping already), and shutdown
-    /// returned then, before the file was finished; reeld's exit would cut it into a .part.
-    func testShutdownWaitsForARecordingStoppingByItself() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("reel-shutdown-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let config = RecorderConfig(outputDir: dir,
-                                    video: .test(VideoFormat(width: 64, height: 64, fps: Rational(10), pixelFormat: .i420)),
-                                    audio: .test(AudioFormat(sampleRate: 48000, channels: 1), skewPpm: 0),
-                                    paced: true, h264: H264Settings(), aac: AACSettings())
-        let recorder = Recorder(config: config, logger: Logger(label: "test"))
-        let events = recorder.events
-        let subscriber = events.subscribe()
-        let capped = Promise<Bool>()
-        events.addWaker {
-            let lines = events.take(subscriber).lines.map { String(decoding: $0, as: UTF8.self) }
-            if lines.contains(where: { $0.contains("\"cap_reached\"") }) { capped.fulfill(true) }
-        }
-        let reply = recorder.handle(Request(cmd: .start, name: "capped", maxDurationNs: 300_000_000))
-        XCTAssertTrue(reply.ok, "\(String(describing: reply.error))")
-        XCTAssertNotNil(capped.wait(until: SystemClock.now() + 30 * nanosPerSecond), "no cap_reached")
-        recorder.shutdown(deadline: SystemClock.now() + 60 * nanosPerSecond)
-        XCTAssertTrue(FileManager.default.fileExists(atPath: "\(dir)/capped.mp4"), "shutdown returned before the file was finished")
-        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/capped.mp4.part"))
-    }
 }
 
 final class RecorderShutdownTests: XCTestCase {

@@ -23,12 +23,6 @@ public struct PeakWindow: Sendable {
         self.buckets = buckets
     }
 
-    /// Folds one chunk's per-channel peaks into the current bucket.
-    public mutating func add(_ peaks: [Int32]) {
-        if current.count != peaks.count { reset(channels: peaks.count) }
-        for c in 0..<peaks.count where peaks[c] > current[c] { current[c] = peaks[c] }
-    }
-
     /// Folds interleaved samples of `channels` channels into the current bucket.
     public mutating func add(_ samples: UnsafeBufferPointer<Int16>, channels: Int) {
         guard channels > 0 else { return }

@@ -87,7 +87,7 @@ extension Timeline {
     /// while the cut after it is pending (the resume's offset is taken from this cut's sample
     /// when it resolves); never for a cut at the cap; clamped like `endAudio`. Moves no instant.
     mutating func endAudio(ofPause k: Int, atOutput t: Nanos) {
-        guard let fmt = audio, k >= 1, k < firstUnresolved, k + 1 == firstUnresolved || k + 1 == cuts.count,
+        guard let fmt = audio, k >= 1, k + 1 == firstUnresolved,
               !cuts[k].keepAfter, !cuts[k].isStop, !cuts[k].capHit, !audioClosed else { return }
         let take = cuts[k - 1]
         var rel = max(take.rel, take.offsetSamples + fmt.sampleIndex(at: t))

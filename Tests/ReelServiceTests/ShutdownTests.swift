@@ -76,16 +76,23 @@ final class ServiceGroupTests: XCTestCase {
 }
 
 final class RecorderShutdownTests: XCTestCase {
-    /// Once shutdown begins (SIGTERM), `start` is refused, also one that was waiting behind the
-    /// final stop: it used to run after it, and reeld's exit then cut it into a .part.
-    func testStartIsRefusedOnceShutdownBegins() throws {
+    /// A directory of its own for the test's recordings (removed after it) and paced synthetic
+    /// sources at 64x64, 10 fps, 48 kHz mono into it.
+    private func scratchRecording() throws -> (String, RecorderConfig) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("reel-shutdown-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
         let config = RecorderConfig(outputDir: dir,
                                     video: .test(VideoFormat(width: 64, height: 64, fps: Rational(10), pixelFormat: .i420)),
                                     audio: .test(AudioFormat(sampleRate: 48000, channels: 1), skewPpm: 0),
                                     paced: true, h264: H264Settings(), aac: AACSettings())
+        return (dir, config)
+    }
+
+    /// Once shutdown begins (SIGTERM), `start` is refused, also one that was waiting behind the
+    /// final stop: it used to run after it, and reeld's exit then cut it into a .part.
+    func testStartIsRefusedOnceShutdownBegins() throws {
+        let (dir, config) = try scratchRecording()
         let recorder = Recorder(config: config, logger: Logger(label: "test"))
         let first = recorder.handle(Request(cmd: .start, name: "before"))
         XCTAssertTrue(first.ok, "\(String(describing: first.error))")
@@ -104,13 +111,7 @@ final class RecorderShutdownTests: XCTestCase {
     /// returned at once instead (nothing was recording yet): the start went on after it, and
     /// reeld's exit then cut that recording into a .part.
     func testShutdownWaitsForAStartUnderWayAndFinishesItsRecording() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("reel-shutdown-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        var config = RecorderConfig(outputDir: dir,
-                                    video: .test(VideoFormat(width: 64, height: 64, fps: Rational(10), pixelFormat: .i420)),
-                                    audio: .test(AudioFormat(sampleRate: 48000, channels: 1), skewPpm: 0),
-                                    paced: true, h264: H264Settings(), aac: AACSettings())
+        var (dir, config) = try scratchRecording()
         config.standby = true
         let recorder = Recorder(config: config, logger: Logger(label: "test"))
         let t0 = SystemClock.now()
@@ -138,13 +139,7 @@ final class RecorderShutdownTests: XCTestCase {
     /// for: shutdown's own stop is refused (the pipeline is stopping already), and shutdown
     /// returned then, before the file was finished; reeld's exit would cut it into a .part.
     func testShutdownWaitsForARecordingStoppingByItself() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("reel-shutdown-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let config = RecorderConfig(outputDir: dir,
-                                    video: .test(VideoFormat(width: 64, height: 64, fps: Rational(10), pixelFormat: .i420)),
-                                    audio: .test(AudioFormat(sampleRate: 48000, channels: 1), skewPpm: 0),
-                                    paced: true, h264: H264Settings(), aac: AACSettings())
+        let (dir, config) = try scratchRecording()
         let recorder = Recorder(config: config, logger: Logger(label: "test"))
         let events = recorder.events
         let subscriber = events.subscribe()

@@ -81,4 +81,14 @@ final class StatusWireTests: XCTestCase {
         let noFrames = old.replacingOccurrences(of: #""frames":1,"#, with: "")
         XCTAssertThrowsError(try JSONDecoder().decode(StatusInfo.self, from: Data(noFrames.utf8)))
     }
+
+    /// The writer behind it, on any synthesized `Codable`: declaration order, every nil as `null`
+    /// (in fields and in arrays), and a value that writes nothing is an error, not broken JSON.
+    func testEncoderWritesDeclarationOrderAndEveryNil() throws {
+        struct Probe: Codable, OrderedJSON { var z: Int; var a: Bool?; var m: [Int?]; var d: Double?; var u: UInt8 }
+        XCTAssertEqual(try Wire.text(Probe(z: 1, a: nil, m: [nil, 2], d: nil, u: 255)), #"{"z":1,"a":null,"m":[null,2],"d":null,"u":255}"#)
+        XCTAssertEqual(try Wire.text(Probe(z: -1, a: true, m: [], d: 0.5, u: 0)), #"{"z":-1,"a":true,"m":[],"d":0.5,"u":0}"#)
+        struct Nothing: Encodable, OrderedJSON { func encode(to encoder: any Encoder) throws {} }
+        XCTAssertThrowsError(try Wire.line(Nothing()))
+    }
 }

@@ -85,7 +85,7 @@ struct JSONWriter {
 
     private mutating func raw(_ text: String) {
         beginValue()
-        bytes += Array(text.utf8)
+        bytes.append(contentsOf: text.utf8)  // not `+= Array(...)`: no array allocated per number
     }
 
     private mutating func beginValue() {
@@ -101,6 +101,12 @@ struct JSONWriter {
 
     private mutating func escaped(_ value: String) {
         bytes.append(UInt8(ascii: "\""))
+        // Most strings (keys, paths) need no escape: appended whole rather than byte by byte.
+        if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0x7f }) {
+            bytes.append(contentsOf: value.utf8)
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
         for unit in value.utf8 {
             switch unit {
             case UInt8(ascii: "\""): bytes += Array(#"\""#.utf8)

@@ -66,9 +66,6 @@ final class JSONWriterEncoder: Encoder {
             encoder.json.key(key.stringValue)
             return Values(encoder: encoder)
         }
-        private mutating func orNull<T: Encodable>(_ value: T?, _ k: Key) throws {
-            if let value { try encode(value, forKey: k) } else { try encodeNil(forKey: k) }
-        }
 
         mutating func encodeNil(forKey k: Key) throws { var v = key(k); try v.encodeNil() }
         mutating func encode<T: Encodable>(_ value: T, forKey k: Key) throws { var v = key(k); try v.encode(value) }
@@ -87,22 +84,22 @@ final class JSONWriterEncoder: Encoder {
         mutating func encode(_ value: UInt32, forKey k: Key) throws { var v = key(k); try v.encode(value) }
         mutating func encode(_ value: UInt64, forKey k: Key) throws { var v = key(k); try v.encode(value) }
 
-        // The defaults skip a nil; here it is written as `null`.
-        mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey k: Key) throws { try orNull(value, k) }
-        mutating func encodeIfPresent(_ value: Bool?, forKey k: Key) throws { try orNull(value, k) }
-        mutating func encodeIfPresent(_ value: String?, forKey k: Key) throws { try orNull(value, k) }
-        mutating func encodeIfPresent(_ value: Double?, forKey k: Key) throws { try orNull(value, k) }
-        mutating func encodeIfPresent(_ value: Float?, forKey k: Key) throws { try orNull(value, k) }
-        mutating func encodeIfPresent(_ value: Int?, forKey k: Key) throws { try orNull(value, k) }
-        mutating func encodeIfPresent(_ value: Int8?, forKey k: Key) throws { try orNull(value, k) }
-        mutating func encodeIfPresent(_ value: Int16?, forKey k: Key) throws { try orNull(value, k) }
-        mutating func encodeIfPresent(_ value: Int32?, forKey k: Key) throws { try orNull(value, k) }
-        mutating func encodeIfPresent(_ value: Int64?, forKey k: Key) throws { try orNull(value, k) }
-        mutating func encodeIfPresent(_ value: UInt?, forKey k: Key) throws { try orNull(value, k) }
-        mutating func encodeIfPresent(_ value: UInt8?, forKey k: Key) throws { try orNull(value, k) }
-        mutating func encodeIfPresent(_ value: UInt16?, forKey k: Key) throws { try orNull(value, k) }
-        mutating func encodeIfPresent(_ value: UInt32?, forKey k: Key) throws { try orNull(value, k) }
-        mutating func encodeIfPresent(_ value: UInt64?, forKey k: Key) throws { try orNull(value, k) }
+        // The defaults skip a nil; here it is written as `null` (each through its own overload: no generic detour).
+        mutating func encodeIfPresent<T: Encodable>(_ v: T?, forKey k: Key) throws { if let v { try encode(v, forKey: k) } else { try encodeNil(forKey: k) } }
+        mutating func encodeIfPresent(_ v: Bool?, forKey k: Key) throws { if let v { try encode(v, forKey: k) } else { try encodeNil(forKey: k) } }
+        mutating func encodeIfPresent(_ v: String?, forKey k: Key) throws { if let v { try encode(v, forKey: k) } else { try encodeNil(forKey: k) } }
+        mutating func encodeIfPresent(_ v: Double?, forKey k: Key) throws { if let v { try encode(v, forKey: k) } else { try encodeNil(forKey: k) } }
+        mutating func encodeIfPresent(_ v: Float?, forKey k: Key) throws { if let v { try encode(v, forKey: k) } else { try encodeNil(forKey: k) } }
+        mutating func encodeIfPresent(_ v: Int?, forKey k: Key) throws { if let v { try encode(v, forKey: k) } else { try encodeNil(forKey: k) } }
+        mutating func encodeIfPresent(_ v: Int8?, forKey k: Key) throws { if let v { try encode(v, forKey: k) } else { try encodeNil(forKey: k) } }
+        mutating func encodeIfPresent(_ v: Int16?, forKey k: Key) throws { if let v { try encode(v, forKey: k) } else { try encodeNil(forKey: k) } }
+        mutating func encodeIfPresent(_ v: Int32?, forKey k: Key) throws { if let v { try encode(v, forKey: k) } else { try encodeNil(forKey: k) } }
+        mutating func encodeIfPresent(_ v: Int64?, forKey k: Key) throws { if let v { try encode(v, forKey: k) } else { try encodeNil(forKey: k) } }
+        mutating func encodeIfPresent(_ v: UInt?, forKey k: Key) throws { if let v { try encode(v, forKey: k) } else { try encodeNil(forKey: k) } }
+        mutating func encodeIfPresent(_ v: UInt8?, forKey k: Key) throws { if let v { try encode(v, forKey: k) } else { try encodeNil(forKey: k) } }
+        mutating func encodeIfPresent(_ v: UInt16?, forKey k: Key) throws { if let v { try encode(v, forKey: k) } else { try encodeNil(forKey: k) } }
+        mutating func encodeIfPresent(_ v: UInt32?, forKey k: Key) throws { if let v { try encode(v, forKey: k) } else { try encodeNil(forKey: k) } }
+        mutating func encodeIfPresent(_ v: UInt64?, forKey k: Key) throws { if let v { try encode(v, forKey: k) } else { try encodeNil(forKey: k) } }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
             JSONWriterEncoder.unsupported("a nested keyed container")

@@ -8,22 +8,32 @@ struct JSONWriter {
     /// A key was just written, so the next value needs no comma.
     private var afterKey = false
 
-    mutating func object(_ body: (inout JSONWriter) -> Void) {
-        beginValue()
-        bytes.append(UInt8(ascii: "{"))
-        empty.append(true)
-        body(&self)
-        empty.removeLast()
-        bytes.append(UInt8(ascii: "}"))
+    mutating func object(_ body: (inout JSONWriter) throws -> Void) rethrows {
+        beginObject()
+        try body(&self)
+        endObject()
     }
 
-    mutating func array<S: Sequence>(_ items: S, _ body: (inout JSONWriter, S.Element) -> Void) {
+    mutating func array<S: Sequence>(_ items: S, _ body: (inout JSONWriter, S.Element) throws -> Void) rethrows {
+        beginArray()
+        for item in items { try body(&self, item) }
+        endArray()
+    }
+
+    mutating func beginObject() { open(UInt8(ascii: "{")) }
+    mutating func endObject() { close(UInt8(ascii: "}")) }
+    mutating func beginArray() { open(UInt8(ascii: "[")) }
+    mutating func endArray() { close(UInt8(ascii: "]")) }
+
+    private mutating func open(_ bracket: UInt8) {
         beginValue()
-        bytes.append(UInt8(ascii: "["))
+        bytes.append(bracket)
         empty.append(true)
-        for item in items { body(&self, item) }
+    }
+
+    private mutating func close(_ bracket: UInt8) {
         empty.removeLast()
-        bytes.append(UInt8(ascii: "]"))
+        bytes.append(bracket)
     }
 
     /// Writes `"name":` inside an object; the next value written is its value.
@@ -64,6 +74,10 @@ struct JSONWriter {
         if let value, value.isFinite { raw("\(value)") } else { raw("null") }
     }
 
+    mutating func integer(_ value: some BinaryInteger) { raw(String(value)) }
+    mutating func bool(_ value: Bool) { raw(value ? "true" : "false") }
+    mutating func null() { raw("null") }
+
     mutating func string(_ value: String) {
         beginValue()
         escaped(value)
@@ -71,7 +85,7 @@ struct JSONWriter {
 
     private mutating func raw(_ text: String) {
         beginValue()
-        bytes += Array(text.utf8)
+        bytes.append(contentsOf: text.utf8)  // not `+= Array(...)`: no array allocated per number
     }
 
     private mutating func beginValue() {
@@ -87,6 +101,12 @@ struct JSONWriter {
 
     private mutating func escaped(_ value: String) {
         bytes.append(UInt8(ascii: "\""))
+        // Most strings (keys, paths) need no escape: appended whole rather than byte by byte.
+        if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0x7f }) {
+            bytes.append(contentsOf: value.utf8)
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
         for unit in value.utf8 {
             switch unit {
             case UInt8(ascii: "\""): bytes += Array(#"\""#.utf8)
@@ -106,7 +126,12 @@ struct JSONWriter {
 
 /// The protocol's types, written in the order docs/PROTOCOL.md shows.
 protocol OrderedJSON {
-    func write(to json: inout JSONWriter)
+    func write(to json: inout JSONWriter) throws
+}
+
+extension OrderedJSON where Self: Encodable {
+    /// By default a type is written by its `encode(to:)`, keys in the order it gives them.
+    func write(to json: inout JSONWriter) throws { try json.encode(self) }
 }
 
 extension Request: OrderedJSON {
@@ -153,67 +178,21 @@ extension ControlError: OrderedJSON {
     }
 }
 
-extension SegmentInfo: OrderedJSON {
-    func write(to json: inout JSONWriter) {
-        json.object { o in
-            o.field("index", index)
-            o.field("durationNs", durationNs)
-        }
-    }
-}
-
-extension TakeInfo: OrderedJSON {
-    func write(to json: inout JSONWriter) {
-        json.object { o in
-            o.field("number", number)
-            o.field("label", label)
-            o.field("title", title)
-            o.field("startNs", startNs)
-            o.field("durationNs", durationNs)
-        }
-    }
-}
-
-extension StatusInfo: OrderedJSON {
-    func write(to json: inout JSONWriter) {
-        json.object { o in
-            o.field("state", state.rawValue)
-            o.field("file", file)
-            o.key("segments")
-            o.array(segments) { a, segment in segment.write(to: &a) }
-            o.field("recordedNs", recordedNs)
-            o.field("frames", frames)
-            o.field("droppedFrames", droppedFrames)
-            o.field("audioSamples", audioSamples)
-            o.field("audioFilledSamples", audioFilledSamples)
-            o.field("lastFile", lastFile)
-            o.field("lastError", lastError)
-            o.field("video", video)
-            o.field("audio", audio)
-            o.field("uptimeNs", uptimeNs)
-            o.key("audioPeakDbfs")
-            o.array(audioPeakDbfs) { a, p in a.number(p) }
-            o.field("bytesWritten", bytesWritten)
-            o.field("freeBytes", freeBytes)
-            o.key("takes")
-            o.array(takes) { a, t in t.write(to: &a) }
-            o.field("remainingNs", remainingNs)
-            o.field("standby", standby)
-            o.field("originNs", originNs)
-        }
-    }
-}
+// Written from their declarations (synthesized `encode(to:)`, through `JSONWriterEncoder`).
+extension SegmentInfo: OrderedJSON {}
+extension TakeInfo: OrderedJSON {}
+extension StatusInfo: OrderedJSON {}
 
 extension Reply: OrderedJSON {
-    func write(to json: inout JSONWriter) {
-        json.object { o in
+    func write(to json: inout JSONWriter) throws {
+        try json.object { o in
             o.field("v", v)
             if let id { o.field("id", id) }
             o.field("ok", ok)
             if let file { o.field("file", file) }
             if let status {
                 o.key("status")
-                status.write(to: &o)
+                try status.write(to: &o)
             }
             if let devices {
                 o.key("devices")
@@ -226,7 +205,7 @@ extension Reply: OrderedJSON {
             }
             if let takes {
                 o.key("takes")
-                o.array(takes) { a, t in t.write(to: &a) }
+                try o.array(takes) { a, t in try t.write(to: &a) }
             }
             if let startNs { o.field("startNs", startNs) }
             if let snapshot {

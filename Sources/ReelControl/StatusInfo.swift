@@ -37,18 +37,6 @@ public struct TakeInfo: Codable, Sendable, Equatable {
     public init(_ t: Timeline.Take) {
         self.init(number: t.number, label: t.label, title: t.title, startNs: t.outputStart, durationNs: t.duration)
     }
-
-    private enum CodingKeys: String, CodingKey { case number, label, title, startNs, durationNs }
-
-    // Written by hand so that absent values appear as `null`.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(number, forKey: .number)
-        try c.encode(label, forKey: .label)
-        try c.encode(title, forKey: .title)
-        try c.encode(startNs, forKey: .startNs)
-        try c.encode(durationNs, forKey: .durationNs)
-    }
 }
 
 /// The recorder's state as seen over the control socket.
@@ -56,7 +44,10 @@ public enum RecorderState: String, Codable, Sendable, CaseIterable {
     case idle, recording, paused, stopping
 }
 
-/// The `status` object of a reply. Optional fields are encoded as explicit `null`.
+/// The `status` object of a reply. Each field is declared once, here: `Codable` is synthesized, so
+/// the wire has the keys in declaration order, and `Wire` writes every nil as an explicit `null`
+/// (`JSONWriterEncoder`). A new field is one line here (optional, or `@AddedLater` with an initial
+/// value, so that replies from an older reeld still decode) plus where reeld sets it.
 public struct StatusInfo: Codable, Sendable, Equatable {
     public var state: RecorderState
     /// The `.part` file being recorded, or nil when idle.
@@ -72,7 +63,7 @@ public struct StatusInfo: Codable, Sendable, Equatable {
     public var audioSamples: Int64
     /// Of those, samples the audio source lost (overrun, suspend, pipeline behind) that were
     /// filled with silence to keep sync.
-    public var audioFilledSamples: Int64
+    @AddedLater public var audioFilledSamples: Int64 = 0
     /// The last completed file, or nil.
     public var lastFile: String?
     /// The last error the recorder hit, or nil.
@@ -85,13 +76,13 @@ public struct StatusInfo: Codable, Sendable, Equatable {
     public var uptimeNs: Nanos
     /// Per audio channel: the peak of the recorded audio over the last second in dBFS (0 is full
     /// scale, one decimal), nil for digital silence. Empty when idle or without audio.
-    public var audioPeakDbfs: [Double?] = []
+    @AddedLater public var audioPeakDbfs: [Double?] = []
     /// Size of the file being recorded so far, nil when idle.
     public var bytesWritten: Int64?
     /// Free space for reeld in the output directory (statvfs), nil when it cannot be read.
     public var freeBytes: Int64?
     /// The takes of the recording (in a `stop` reply: of the one finished), in output order.
-    public var takes: [TakeInfo] = []
+    @AddedLater public var takes: [TakeInfo] = []
     /// With a length cap: output time left before it (0 once reached); nil without a cap.
     public var remainingNs: Nanos?
     /// Standby (warm devices): nil when off, else "opening", "warm" or "failed" (`lastError` says why).
@@ -118,61 +109,30 @@ public struct StatusInfo: Codable, Sendable, Equatable {
         self.audio = audio
         self.uptimeNs = uptimeNs
     }
+}
 
-    private enum CodingKeys: String, CodingKey {
-        case state, file, segments, recordedNs, frames, droppedFrames, audioSamples, audioFilledSamples, lastFile, lastError, video, audio, uptimeNs
-        case audioPeakDbfs, bytesWritten, freeBytes, takes, remainingNs, standby, originNs
-    }
+/// A non-optional field added after the first release: a reply from an older reeld lacks it (or has
+/// `null`), which decodes as `Value.whenAbsent` (0, []) instead of failing. Encodes as its value.
+@propertyWrapper
+public struct AddedLater<Value: Codable & AbsentDecodable>: Codable {
+    public var wrappedValue: Value
 
-    // Written by hand so that a reply from an older reeld without `audioFilledSamples` decodes (as 0).
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        state = try c.decode(RecorderState.self, forKey: .state)
-        file = try c.decodeIfPresent(String.self, forKey: .file)
-        segments = try c.decode([SegmentInfo].self, forKey: .segments)
-        recordedNs = try c.decode(Nanos.self, forKey: .recordedNs)
-        frames = try c.decode(Int64.self, forKey: .frames)
-        droppedFrames = try c.decode(Int64.self, forKey: .droppedFrames)
-        audioSamples = try c.decode(Int64.self, forKey: .audioSamples)
-        audioFilledSamples = try c.decodeIfPresent(Int64.self, forKey: .audioFilledSamples) ?? 0
-        lastFile = try c.decodeIfPresent(String.self, forKey: .lastFile)
-        lastError = try c.decodeIfPresent(String.self, forKey: .lastError)
-        video = try c.decode(String.self, forKey: .video)
-        audio = try c.decode(String.self, forKey: .audio)
-        uptimeNs = try c.decode(Nanos.self, forKey: .uptimeNs)
-        // Added later (live view): absent from older replies.
-        audioPeakDbfs = try c.decodeIfPresent([Double?].self, forKey: .audioPeakDbfs) ?? []
-        bytesWritten = try c.decodeIfPresent(Int64.self, forKey: .bytesWritten)
-        freeBytes = try c.decodeIfPresent(Int64.self, forKey: .freeBytes)
-        // Added with labels and the length cap.
-        takes = try c.decodeIfPresent([TakeInfo].self, forKey: .takes) ?? []
-        remainingNs = try c.decodeIfPresent(Nanos.self, forKey: .remainingNs)
-        standby = try c.decodeIfPresent(String.self, forKey: .standby)  // added with standby
-        originNs = try c.decodeIfPresent(Nanos.self, forKey: .originNs)
-    }
+    public init(wrappedValue: Value) { self.wrappedValue = wrappedValue }
+    public init(from decoder: any Decoder) throws { wrappedValue = try Value(from: decoder) }
+    public func encode(to encoder: any Encoder) throws { try wrappedValue.encode(to: encoder) }
+}
 
-    // Written by hand so that absent values appear as `null` (the synthesized one omits them).
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(state, forKey: .state)
-        try c.encode(file, forKey: .file)
-        try c.encode(segments, forKey: .segments)
-        try c.encode(recordedNs, forKey: .recordedNs)
-        try c.encode(frames, forKey: .frames)
-        try c.encode(droppedFrames, forKey: .droppedFrames)
-        try c.encode(audioSamples, forKey: .audioSamples)
-        try c.encode(audioFilledSamples, forKey: .audioFilledSamples)
-        try c.encode(lastFile, forKey: .lastFile)
-        try c.encode(lastError, forKey: .lastError)
-        try c.encode(video, forKey: .video)
-        try c.encode(audio, forKey: .audio)
-        try c.encode(uptimeNs, forKey: .uptimeNs)
-        try c.encode(audioPeakDbfs, forKey: .audioPeakDbfs)
-        try c.encode(bytesWritten, forKey: .bytesWritten)
-        try c.encode(freeBytes, forKey: .freeBytes)
-        try c.encode(takes, forKey: .takes)
-        try c.encode(remainingNs, forKey: .remainingNs)
-        try c.encode(standby, forKey: .standby)
-        try c.encode(originNs, forKey: .originNs)
+extension AddedLater: Equatable where Value: Equatable {}
+extension AddedLater: Sendable where Value: Sendable {}
+
+/// What an `@AddedLater` field decodes as when the reply lacks it.
+public protocol AbsentDecodable { static var whenAbsent: Self { get } }
+extension Int64: AbsentDecodable { public static var whenAbsent: Int64 { 0 } }
+extension Array: AbsentDecodable { public static var whenAbsent: Array { [] } }
+
+extension KeyedDecodingContainer {
+    /// Chosen over the general `decode` by synthesized `init(from:)` for an `@AddedLater` field.
+    public func decode<Value>(_ type: AddedLater<Value>.Type, forKey key: Key) throws -> AddedLater<Value> {
+        AddedLater(wrappedValue: try decodeIfPresent(Value.self, forKey: key) ?? Value.whenAbsent)
     }
 }

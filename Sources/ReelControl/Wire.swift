@@ -12,7 +12,7 @@ public enum Wire {
         var bytes: [UInt8]
         if let ordered = value as? any OrderedJSON {
             var writer = JSONWriter()
-            ordered.write(to: &writer)
+            try ordered.write(to: &writer)
             bytes = writer.bytes
         } else {
             let encoder = JSONEncoder()

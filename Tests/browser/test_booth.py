@@ -263,3 +263,51 @@ def test_level_meter_follows_the_beeps(page_factory, note):
     gaps = [b - a for a, b in zip(onsets, onsets[1:])]
     note(f"meter: {len(values)} changes in 3.5 s, beep onsets {len(onsets)}, spacing {[round(g) for g in gaps]} ms")
     assert len(onsets) >= 3 and all(abs(g - 1000) <= 150 for g in gaps), (onsets, values)
+
+
+def test_space_bar_and_touch_hold_at_360_px(page_factory, booth):
+    """A phone-sized window: nothing wider than the screen; holding the space bar (its key
+    repeat ignored) and a finger on Record each record a take as long as the hold."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.actions import interaction
+    from selenium.webdriver.common.actions.action_builder import ActionBuilder
+    from selenium.webdriver.common.actions.pointer_input import PointerInput
+    from selenium.webdriver.common.keys import Keys
+    r, _ = booth
+    p = page_factory()
+    p.driver.set_window_size(360, 780)
+    width = p.js("return [document.documentElement.clientWidth, document.documentElement.scrollWidth]")
+    print("viewport and page width:", width)
+    assert width[0] <= 360 and width[1] <= width[0], f"the page is wider than a 360 px screen: {width}"
+    rec = p.button("Record")
+    assert p.js("const b = arguments[0].getBoundingClientRect(); return b.width >= 44 && b.height >= 44", rec)
+
+    # Space held (with key repeats, as a held key sends them): one start, one pause.
+    p.js("document.activeElement && document.activeElement.blur()")
+    n = trace_len(p)
+    ActionChains(p.driver).key_down(Keys.SPACE).pause(0.3).perform()
+    p.js("""for (let i = 0; i < 5; i++) document.dispatchEvent(new KeyboardEvent('keydown', {key: ' ', code: 'Space', repeat: true, bubbles: true}));""")
+    ActionChains(p.driver).pause(0.5).key_up(Keys.SPACE).perform()
+    p.until("window.reel.trace.slice(%d).some(e => e.kind === 'reply' && e.cmd === 'pause')" % n, what="the pause the key-up sent")
+    t = trace_since(p, n)
+    assert [e["cmd"] for e in t if e["kind"] == "send"] == ["start", "pause"], t
+    held = first(t, "keyup")["t"] - first(t, "keydown")["t"]
+    take = take_durations(p, 1)[0][2] / 1e6
+    reaction = max(e["rtt"] for e in t if e["kind"] == "reply")
+    assert abs(take - held) <= FRAME_MS + reaction, (held, take, reaction)
+
+    # A finger on Record.
+    n = trace_len(p)
+    touch = PointerInput(interaction.POINTER_TOUCH, "finger")
+    actions = ActionBuilder(p.driver, mouse=touch)
+    actions.pointer_action.move_to(rec).pointer_down().pause(0.6).pointer_up()
+    actions.perform()
+    p.until("window.reel.trace.slice(%d).some(e => e.kind === 'reply' && e.cmd === 'pause')" % n, what="the pause the lifted finger sent")
+    t = trace_since(p, n)
+    assert first(t, "pointerdown")["pointerType"] == "touch", t
+    held = first(t, "pointerup")["t"] - first(t, "pointerdown")["t"]
+    take = take_durations(p, 2)[1][2] / 1e6
+    reaction = max(e["rtt"] for e in t if e["kind"] == "reply")
+    assert abs(take - held) <= FRAME_MS + reaction, (held, take, reaction)
+    assert [x["durationNs"] / 1e6 for x in r.status()["takes"]][1] == take
+    r.ctl("stop")

@@ -311,3 +311,26 @@ def test_space_bar_and_touch_hold_at_360_px(page_factory, booth):
     assert abs(take - held) <= FRAME_MS + reaction, (held, take, reaction)
     assert [x["durationNs"] / 1e6 for x in r.status()["takes"]][1] == take
     r.ctl("stop")
+
+
+def test_length_cap_shows_takes_as_segments_and_the_time_left(page_factory, booth):
+    r, _ = booth
+    p = page_factory()
+    assert p.js("return document.getElementById('progress').offsetParent") is None, "a progress bar without a cap"
+    p.driver.find_element("id", "cap").send_keys("4")
+    hold_record(p, 1.0)
+    hold_record(p, 0.5)
+    takes = take_durations(p, 2)
+    st = r.status()
+    cap = st["recordedNs"] + st["remainingNs"]
+    assert cap == 4_000_000_000, st
+    p.until("document.querySelectorAll('#progress span').length === 2", what="two segments in the progress bar")
+    shares = p.js("""const bar = document.getElementById('progress');
+        return [bar.offsetParent !== null, [...bar.children].map(s => s.getBoundingClientRect().width / bar.clientWidth)]""")
+    assert shares[0], "the progress bar is hidden"
+    for share, (_, _, dur) in zip(shares[1], takes):
+        assert abs(share - dur / cap) < 0.02, (shares, takes)
+    clock = p.js("return document.getElementById('clock').textContent")
+    tenths = (cap - st["recordedNs"]) // 100_000_000
+    assert f"0:0{tenths // 10}.{tenths % 10} left of 0:04.0" in clock, (clock, tenths)
+    r.ctl("stop")

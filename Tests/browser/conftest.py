@@ -8,15 +8,9 @@ tier skips like the e2e tier. A missing reel-web, chromedriver or feature fails.
 Waits are for page events: `Page.until(js)` resolves inside the page on the DOM mutation that
 makes `js` true (a MutationObserver), not by polling from here."""
 
-import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import tempfile
-import threading
-import time
 
 import pytest
 
@@ -25,13 +19,15 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 for p in (HERE, os.path.join(REPO, "scripts")):
     if p not in sys.path:
         sys.path.insert(0, p)
+E2E = os.path.join(REPO, "Tests", "e2e")   # web_harness.py; after this tier's own modules
+if E2E not in sys.path:
+    sys.path.append(E2E)
 
 from reel_harness import Reeld  # noqa: E402  (scripts/ is on sys.path above)
 
 PASSWORD = "booth test password"
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-WEB_READY_TIMEOUT = 20.0
 WAIT = 15.0   # page waits; Chromium on two loaded cores is slow to start, not to react
 
 
@@ -45,66 +41,13 @@ def bin_dir():
     return d
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class ReelWeb:
-    """The real reel-web in front of one reeld, on 127.0.0.1:<free port>, with a password file
-    made by `reel-web hash-password` (the password on stdin)."""
-
-    def __init__(self, bin_dir, reeld):
-        self.bin = os.path.join(bin_dir, "reel-web")
-        self.dir = tempfile.mkdtemp(prefix="reel-web-", dir="/tmp")
-        self.password_file = os.path.join(self.dir, "password")
-        h = subprocess.run([self.bin, "hash-password"], input=PASSWORD + "\n", capture_output=True, text=True, timeout=30)
-        assert h.returncode == 0 and h.stdout.strip().startswith("$"), f"reel-web hash-password: rc={h.returncode} {h.stdout!r} {h.stderr!r}"
-        with open(self.password_file, "w") as f:
-            f.write(h.stdout)
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.log_path = os.path.join(self.dir, "reel-web.log")
-        self.argv = [self.bin, "--socket", reeld.socket, "--listen", f"127.0.0.1:{self.port}",
-                     "--password-file", self.password_file, "--recordings", reeld.out_dir]
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
-        self._wait_listening()
-
-    def _wait_listening(self):
-        # reel-web says nothing when it listens; a connect that succeeds is the event (refused
-        # until then). Bounded retries, each one a real connection attempt.
-        deadline = time.monotonic() + WEB_READY_TIMEOUT
-        while True:
-            assert self.proc.poll() is None, f"reel-web exited with {self.proc.returncode}\n{self.log_tail()}"
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                assert time.monotonic() < deadline, f"reel-web not listening on {self.port} after {WEB_READY_TIMEOUT} s\n{self.log_tail()}"
-                time.sleep(0.05)
-
-    def log_tail(self, lines=40):
-        self.log.flush()
-        try:
-            with open(self.log_path, "rb") as f:
-                text = f.read().decode("utf-8", "replace").splitlines()
-        except OSError:
-            return "(no reel-web log)"
-        return "---- reel-web log ----\n" + "\n".join(text[-lines:])
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        print(self.log_tail())
-        self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+def start_web(bin_dir, reeld):
+    """The real reel-web in front of `reeld` (Tests/e2e/web_harness.py: a free loopback port, a
+    password file from `reel-web hash-password`), serving the page from this tree's
+    Sources/ReelWeb/Web (--web-root), so an edited page needs no rebuild."""
+    from web_harness import Web
+    return Web(bin_dir, reeld.socket, reeld.out_dir, reeld.dir, password=PASSWORD,
+               extra=("--web-root", os.path.join(REPO, "Sources", "ReelWeb", "Web")))
 
 
 # JavaScript helpers the tests install in a page.
@@ -114,12 +57,17 @@ const f = new Function("return (" + expr + ");");
 const check = () => { try { return f(); } catch (e) { return undefined; } };
 let v = check();
 if (v) { done({ok: true, value: v, wall: Date.now()}); return; }
-const obs = new MutationObserver(() => {
+// checked at each DOM mutation, and at each load or error (an image's frame changes no DOM)
+const recheck = () => {
   const v = check();
-  if (v) { obs.disconnect(); clearTimeout(timer); done({ok: true, value: v, wall: Date.now()}); }
-});
+  if (v) { stop(); done({ok: true, value: v, wall: Date.now()}); }
+};
+const obs = new MutationObserver(recheck);
+const stop = () => { obs.disconnect(); clearTimeout(timer); document.removeEventListener("load", recheck, true); document.removeEventListener("error", recheck, true); };
 obs.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
-const timer = setTimeout(() => { obs.disconnect(); done({ok: false, value: check(), wall: Date.now()}); }, timeoutMs);
+document.addEventListener("load", recheck, true);
+document.addEventListener("error", recheck, true);
+const timer = setTimeout(() => { stop(); done({ok: false, value: check(), wall: Date.now()}); }, timeoutMs);
 """
 
 
@@ -213,11 +161,12 @@ def booth(bin_dir, request):
     r = Reeld(bin_dir, opts, request.module.__name__)
     web = None
     try:
-        web = ReelWeb(bin_dir, r)
+        web = start_web(bin_dir, r)
         yield r, web
     finally:
         if web:
-            web.close()
+            web.stop()
+            print("---- reel-web log ----\n" + web.log_text())
         try:
             r.terminate(timeout=10)
         except AssertionError as e:
@@ -231,7 +180,7 @@ def page_factory(booth):
     pages = []
 
     def make(signed_in=True):
-        p = Page(booth[1].base)
+        p = Page(booth[1].origin)
         pages.append(p)
         if signed_in:
             p.sign_in()

@@ -56,16 +56,21 @@ def wall_minus_mono_ns():
     return best[1]
 
 
-def test_usable_and_preview_latency(page_factory, booth, note, tmp_path):
-    r, _ = booth
+def test_page_usable_within_300_ms(page_factory, note):
     p = page_factory()
     usable = []
-    for _ in range(5):
+    for _ in range(7):
         p.get("/")
         p.until("window.reel && window.reel.firstStatusAt !== null", what="the first status")
         usable.append(p.js("return performance.getEntriesByName('reel-first-status')[0].startTime"))
     usable.sort()
+    note(f"usable (navigation start -> first status rendered), signed-in reloads: {', '.join(f'{u:.0f}' for u in usable)} ms")
+    assert statistics.median(usable) <= USABLE_TARGET_MS, usable
 
+
+def test_preview_latency_within_150_ms(page_factory, booth, note, tmp_path):
+    r, _ = booth
+    p = page_factory()
     r.ctl("start", "--name", "latency")
     try:
         p.js(STRIP_JS)
@@ -95,9 +100,7 @@ def test_usable_and_preview_latency(page_factory, booth, note, tmp_path):
     steps = [b[2] - a[2] for a, b in zip(shown[1:], shown[2:])]
     lat.sort()
     med, p95 = statistics.median(lat), lat[int(0.95 * (len(lat) - 1))]
-    note(f"usable (navigation start -> first status rendered) {', '.join(f'{u:.0f}' for u in usable)} ms; "
-         f"preview 640 px 10 fps while recording 1280x720 30 fps: {len(lat)} frames, latency median {med:.0f} ms, "
+    note(f"preview 640 px 10 fps while recording 1280x720 30 fps: {len(lat)} frames, latency median {med:.0f} ms, "
          f"p95 {p95:.0f} ms, min {lat[0]:.0f} ms, max {lat[-1]:.0f} ms; source steps {sorted(set(steps))[:6]} ms")
     assert lat[0] > 0, "a frame shown before it was captured: the clocks are misread"
-    assert statistics.median(usable) <= USABLE_TARGET_MS, usable
     assert p95 <= LATENCY_TARGET_MS, lat

@@ -15,6 +15,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
     case outputDir = "output_dir", minFreeMB = "min_free_mb", fsync, onFinish = "on_finish", onFinishTimeout = "on_finish_timeout"
     case maxDuration = "max_duration"
     case video, audio, size, fps, pixelFormat = "pixel_format", sampleRate = "sample_rate", channels, standby
+    case previewMaxWidth = "preview_max_width", previewMaxFps = "preview_max_fps"
     case preset, tune, crf, bitrate, keyint, profile, audioBitrate = "audio_bitrate"
     case metricsFile = "metrics_file"
 
@@ -142,6 +143,18 @@ public enum SettingKey: String, CaseIterable, Sendable {
                 default): an open camera keeps its light on, holds the device from other programs and costs
                 CPU and power all day. A device that fails while idle is retried; `status` says so.
                 """)
+        case .previewMaxWidth:
+            return SettingSpec(.sources, \.previewMaxWidth, .int(1280), .range(16...7680, unit: " pixels"),
+                serveOnly: true, help: "Widest live preview a control client may ask for ('reelctl preview --width'), in pixels ({range}); never wider than the camera.",
+                doc: """
+                Widest live preview ('preview' on the control socket, 'reelctl preview') in pixels ({range});
+                never wider than the camera. JPEG frames are encoded only while someone watches, on a
+                thread of their own; a wider one costs more CPU per frame.
+                """)
+        case .previewMaxFps:
+            return SettingSpec(.sources, \.previewMaxFps, .int(15), .range(1...60, unit: " frames a second"),
+                serveOnly: true, help: "Highest live preview frame rate a control client may ask for ({range}); never above the camera's.",
+                doc: "Highest live preview frame rate a control client may ask for ({range}); never above the camera's.")
         case .preset:
             return SettingSpec(.encoding, \.preset, .string("veryfast"), .oneOf(H264Encoder.presets),
                 help: "x264 preset: {values}.", doc: "x264 preset: {values}.")

@@ -37,6 +37,9 @@ private final class Connection {
     /// The event-bus subscription once the client sent `events`: the connection is then a
     /// stream; further input is read (to notice the client leaving) and discarded.
     var subscription: UInt64?
+    /// The `LiveFeed` subscription once the client sent `preview` or `levels`: a stream too.
+    var feed: UInt64?
+    var isStream: Bool { subscription != nil || feed != nil }
     /// Its requests wait because its replies are unsent over the cap (logged once).
     var heldForUnread = false
 
@@ -53,6 +56,7 @@ private final class IOLoop {
     let server: ControlServer
     let logger: Logger
     let eventBus: EventBus?
+    let liveFeed: LiveFeed?
     var connections: [UInt64: Connection] = [:]
     var nextID: UInt64 = 1
     var acceptPausedUntilMs: Int64 = 0
@@ -69,6 +73,7 @@ private final class IOLoop {
         self.server = server
         self.logger = server.log
         self.eventBus = server.eventBus
+        self.liveFeed = server.liveFeed
         self.slots = ClientSlots(limits: server.bounds)
     }
 
@@ -130,6 +135,9 @@ private final class IOLoop {
             if eventBus != nil {
                 for conn in Array(connections.values) where conn.subscription != nil { pumpEvents(conn) }
             }
+            if liveFeed != nil {
+                for conn in Array(connections.values) where conn.feed != nil { pumpFeed(conn) }
+            }
             closeIdle()
         }
         for conn in connections.values { Sys.close(conn.fd) }
@@ -154,6 +162,17 @@ private final class IOLoop {
         flush(conn)
         if connections[conn.id] != nil, conn.closeWhenFlushed, !conn.hasOutput, !conn.inFlight {
             close(conn, why: "event subscriber fell behind")
+        }
+    }
+
+    /// Moves the next waiting line of a `preview` or `levels` subscriber to its output, only once
+    /// everything before it is written: a reader that does not keep up loses lines in the feed
+    /// (latest wins), never holds a backlog here.
+    func pumpFeed(_ conn: Connection) {
+        guard let id = conn.feed, let feed = liveFeed else { return }
+        while !conn.hasOutput, connections[conn.id] != nil, let line = feed.take(id) {
+            append(line, to: conn)
+            flush(conn)
         }
     }
 
@@ -283,7 +302,7 @@ private final class IOLoop {
             }
             return
         }
-        if conn.subscription != nil { return }  // a stream: input is ignored
+        if conn.isStream { return }  // a stream: input is ignored
         conn.input.append(contentsOf: scratch[..<got])
         splitLines(conn)
     }
@@ -315,8 +334,8 @@ private final class IOLoop {
     /// directly, writes what is ready, and closes when done.
     func advance(_ conn: Connection) {
         while !conn.inFlight, !conn.closeWhenFlushed {
-            if conn.subscription != nil {
-                conn.lines.removeAll()  // a stream: requests after `events` are ignored
+            if conn.isStream {
+                conn.lines.removeAll()  // a stream: requests after `events`, `preview`, `levels` are ignored
                 break
             }
             if conn.unsent >= server.bounds.maxUnsentReplyBytes {
@@ -350,6 +369,8 @@ private final class IOLoop {
                 switch Wire.parseRequest(line) {
                 case .success(let request) where request.cmd == .events:
                     subscribe(conn, request)
+                case .success(let request) where request.cmd == .preview || request.cmd == .levels:
+                    subscribeLive(conn, request)
                 case .success(let request):
                     logger.debug("control request", metadata: ["conn": "\(conn.id)", "cmd": "\(request.cmd.rawValue)"])
                     if let reply = server.quickReply(request) {
@@ -397,6 +418,37 @@ private final class IOLoop {
         append(ControlServer.encode(reply, logger: logger), to: conn)
     }
 
+    /// `preview` and `levels`: answers `subscribed` (a preview: with its grant) and makes the
+    /// connection a stream of the live feed; out of range is `bad_request`, a 9th preview `busy`.
+    func subscribeLive(_ conn: Connection, _ request: Request) {
+        guard let feed = liveFeed else {
+            let error = ControlError.failed("this reeld serves no preview or levels (a server without a live feed; upgrade reeld)")
+            append(ControlServer.encode(.failure(error, id: request.id), logger: logger), to: conn)
+            return
+        }
+        var reply = Reply(ok: true, subscribed: true)
+        reply.id = request.id
+        if request.cmd == .preview {
+            switch feed.subscribePreview(width: request.width, fps: request.fps) {
+            case let .failure(.busy(why)):
+                logger.info("refusing a preview subscriber: \(why)", metadata: ["conn": "\(conn.id)"])
+                append(ControlServer.encode(.failure(.busy(why), id: request.id), logger: logger), to: conn)
+                return
+            case let .failure(.badRequest(why)):
+                append(ControlServer.encode(.failure(.badRequest(why), id: request.id), logger: logger), to: conn)
+                return
+            case let .success(sub):
+                conn.feed = sub.id
+                reply.preview = PreviewInfo(width: sub.grant.width, height: sub.grant.height, fps: sub.grant.fps)
+            }
+        } else {
+            conn.feed = feed.subscribeLevels()
+        }
+        slots.subscribed(conn.id)
+        logger.debug("\(request.cmd.rawValue) subscriber", metadata: ["conn": "\(conn.id)"])
+        append(ControlServer.encode(reply, logger: logger), to: conn)
+    }
+
     func append(_ bytes: [UInt8], to conn: Connection) {
         if conn.outputOffset == conn.output.count {
             conn.output.removeAll(keepingCapacity: true)
@@ -429,6 +481,7 @@ private final class IOLoop {
         slots.remove(conn.id)
         Sys.close(conn.fd)
         if let sub = conn.subscription { eventBus?.unsubscribe(sub) }
+        if let sub = conn.feed { liveFeed?.unsubscribe(sub) }
         if conn.malformed > 0 {
             logger.info("a control client sent \(conn.malformed) malformed request(s) of \(conn.requests); each was answered with bad_request",
                         metadata: ["conn": "\(conn.id)"])

@@ -56,6 +56,8 @@ public final class ControlServer: Sendable {
         var completions: [(connection: UInt64, bytes: [UInt8])] = []
         /// Where `events` subscribers get their events from (nil: `events` is refused).
         var events: EventBus?
+        /// Where `preview` and `levels` subscribers get their lines from (nil: refused).
+        var live: LiveFeed?
     }
 
     /// Serves `events` requests from `bus`: each such connection becomes a stream of the events
@@ -63,6 +65,12 @@ public final class ControlServer: Sendable {
     public func attach(events bus: EventBus) {
         shared.withLock { $0.events = bus }
         bus.addWaker { [weak self] in self?.wakeForEvents() }
+    }
+
+    /// Serves `preview` and `levels` requests from `feed`. Call before `start()`.
+    public func attach(live feed: LiveFeed) {
+        shared.withLock { $0.live = feed }
+        feed.addWaker { [weak self] in self?.wakeForEvents() }
     }
 
     private func wakeForEvents() {
@@ -75,6 +83,7 @@ public final class ControlServer: Sendable {
 
     /// For the I/O thread (ControlIOLoop.swift).
     var eventBus: EventBus? { shared.withLock { $0.events } }
+    var liveFeed: LiveFeed? { shared.withLock { $0.live } }
 
     /// Creates the socket at `path`, mode 0660, and listens. A stale socket file (nothing
     /// listening) is replaced; a live one, or a non-socket file at `path`, is an error naming it.

@@ -119,6 +119,7 @@ extension Request: OrderedJSON {
             if let label { o.field("label", label) }
             if let maxDurationNs { o.field("maxDurationNs", maxDurationNs) }
             if let width { o.field("width", width) }
+            if let fps { o.field("fps", fps) }
             if let take { o.field("take", take) }
             if let timeoutMs { o.field("timeoutMs", timeoutMs) }
             switch reset {
@@ -237,6 +238,14 @@ extension Reply: OrderedJSON {
                     s.field("capturedNs", snapshot.capturedNs)
                     s.field("bytes", snapshot.bytes)
                     s.field("jpeg", snapshot.jpeg)
+                }
+            }
+            if let preview {
+                o.key("preview")
+                o.object { p in
+                    p.field("width", preview.width)
+                    p.field("height", preview.height)
+                    p.field("fps", preview.fps)
                 }
             }
             if let error {

@@ -17,6 +17,11 @@ public enum Command: String, Codable, Sendable, CaseIterable {
     case undo
     /// A JPEG of the latest captured frame (`width`: scaled to it), in the reply.
     case snapshot
+    /// Turns the connection into a stream of JPEG frames of the live camera (`width`, `fps`;
+    /// handled by the server itself, from `LiveFeed`).
+    case preview
+    /// Turns the connection into a stream of audio levels (peak and RMS per channel every 50 ms).
+    case levels
 }
 
 /// `set`'s `reset`: clear what earlier `set`s changed, all of it (`true`) or the named controls.
@@ -54,8 +59,11 @@ public struct Request: Codable, Sendable, Equatable {
     /// Only meaningful for `start`: the length cap of this recording in ns (0: none), overriding
     /// the `max_duration` setting.
     public var maxDurationNs: Nanos?
-    /// Only meaningful for `snapshot`: scale the image to this many columns (nil: as captured).
+    /// Only meaningful for `snapshot` and `preview`: scale the image to this many columns (nil:
+    /// as captured for a snapshot, 640 for a preview).
     public var width: Int?
+    /// Only meaningful for `preview`: frames a second (nil: 10).
+    public var fps: Int?
     /// Only meaningful for `undo`: the take it must remove (refused if the last take is another).
     public var take: Int?
     /// Only meaningful for `set` (instead of `args`): clear earlier `set`s.
@@ -65,8 +73,10 @@ public struct Request: Codable, Sendable, Equatable {
     public var timeoutMs: Int?
 
     public init(v: Int = protocolVersion, id: Int? = nil, cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil,
-                label: String? = nil, maxDurationNs: Nanos? = nil, width: Int? = nil, take: Int? = nil, reset: ControlReset? = nil, timeoutMs: Int? = nil) {
+                label: String? = nil, maxDurationNs: Nanos? = nil, width: Int? = nil, take: Int? = nil, reset: ControlReset? = nil, timeoutMs: Int? = nil,
+                fps: Int? = nil) {
         self.width = width
+        self.fps = fps
         self.timeoutMs = timeoutMs
         self.take = take
         self.reset = reset
@@ -181,7 +191,7 @@ public struct Reply: Codable, Sendable, Equatable {
     public var error: ControlError?
     /// The capture devices present (`devices` only).
     public var devices: DeviceList?
-    /// `events` only: true once the connection has become an event stream.
+    /// `events`, `preview`, `levels`: true once the connection has become a stream.
     public var subscribed: Bool?
     /// `controls`: every control of the camera; `set`: the controls set, as read back.
     public var controls: [CameraControlInfo]?
@@ -191,6 +201,8 @@ public struct Reply: Codable, Sendable, Equatable {
     public var startNs: Nanos?
     /// `snapshot` only: the JPEG and what it shows.
     public var snapshot: SnapshotInfo?
+    /// `preview` only: the size and rate of the frames that follow.
+    public var preview: PreviewInfo?
 
     public init(v: Int = protocolVersion, id: Int? = nil, ok: Bool, file: String? = nil,
                 status: StatusInfo? = nil, error: ControlError? = nil, devices: DeviceList? = nil,
@@ -239,4 +251,46 @@ public struct SnapshotInfo: Codable, Sendable, Equatable {
 
     /// The JPEG's bytes (nil: not base64).
     public var jpegBytes: [UInt8]? { Data(base64Encoded: jpeg).map { [UInt8]($0) } }
+}
+
+/// A `preview` reply's grant: the frames' size (height 0 until a camera is open) and rate.
+public struct PreviewInfo: Codable, Sendable, Equatable {
+    public var width: Int
+    public var height: Int
+    public var fps: Int
+    public init(width: Int, height: Int, fps: Int) {
+        self.width = width; self.height = height; self.fps = fps
+    }
+}
+
+/// One line of a `preview` or `levels` stream, as a client reads it: `event` says which
+/// (`preview`, `preview_state`, `levels`); the other fields are those of its kind.
+public struct LiveLine: Codable, Sendable, Equatable {
+    public enum Kind {
+        public static let preview = "preview"
+        public static let previewState = "preview_state"
+        public static let levels = "levels"
+    }
+    public var v: Int
+    public var event: String
+    // preview
+    public var seq: Int64?
+    public var width: Int?
+    public var height: Int?
+    public var dropped: Int?
+    public var bytes: Int?
+    public var jpeg: String?
+    // preview_state
+    public var live: Bool?
+    public var reason: String?
+    // levels
+    public var peakDbfs: [Double]?
+    public var rmsDbfs: [Double]?
+    /// `preview` and `levels`: when the frame (the window's first sample) was captured, CLOCK_MONOTONIC ns.
+    public var capturedNs: Nanos?
+    /// When reeld published it, CLOCK_MONOTONIC ns.
+    public var at: Nanos
+
+    /// A `preview` line's JPEG bytes (nil: none or not base64).
+    public var jpegBytes: [UInt8]? { jpeg.flatMap { Data(base64Encoded: $0) }.map { [UInt8]($0) } }
 }

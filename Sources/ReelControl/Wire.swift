@@ -78,8 +78,11 @@ public enum Wire {
         if cmd == .start, let problem = envelope.maxDurationProblem {
             return bad(problem)
         }
-        if !envelope.widthValid || (cmd == .snapshot && (envelope.width ?? 16) < 16) {
-            return bad("bad \"width\": must be an integer of at least 16 (pixels; or left out for the captured size)")
+        if !envelope.widthValid || ((cmd == .snapshot || cmd == .preview) && (envelope.width ?? 16) < 16) {
+            return bad("bad \"width\": must be an integer of at least 16 (pixels; or left out for \(cmd == .preview ? "640" : "the captured size"))")
+        }
+        if !envelope.fpsValid || (cmd == .preview && (envelope.fps ?? 1) < 1) {
+            return bad("bad \"fps\": must be an integer of at least 1 (frames a second; or left out for 10)")
         }
         if !envelope.takeValid { return bad("bad \"take\": must be an integer (or left out)") }
         if !envelope.timeoutValid || !(1...Self.maxTimeoutMs).contains(envelope.timeoutMs ?? 1) {
@@ -98,8 +101,9 @@ public enum Wire {
         return .success(Request(v: v, id: id, cmd: cmd, name: cmd == .start ? envelope.name : nil, args: cmd == .set ? envelope.args : nil,
                                 label: cmd == .start || cmd == .resume ? envelope.label : nil,
                                 maxDurationNs: cmd == .start ? envelope.maxDurationNs : nil,
-                                width: cmd == .snapshot ? envelope.width : nil, take: cmd == .undo ? envelope.take : nil,
-                                reset: cmd == .set ? envelope.reset : nil, timeoutMs: envelope.timeoutMs))
+                                width: cmd == .snapshot || cmd == .preview ? envelope.width : nil, take: cmd == .undo ? envelope.take : nil,
+                                reset: cmd == .set ? envelope.reset : nil, timeoutMs: envelope.timeoutMs,
+                                fps: cmd == .preview ? envelope.fps : nil))
     }
 
     /// The longest label, in UTF-8 bytes.
@@ -181,6 +185,8 @@ public enum Wire {
         var maxDurationValid = true
         var width: Int?
         var widthValid = true
+        var fps: Int?
+        var fpsValid = true
         var take: Int?
         var takeValid = true
         var reset: ControlReset?
@@ -193,7 +199,7 @@ public enum Wire {
             return maxDurationNs.flatMap(Wire.maxDurationProblem)
         }
 
-        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args, label, maxDurationNs, width, take, reset, timeoutMs }
+        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args, label, maxDurationNs, width, fps, take, reset, timeoutMs }
 
         init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -224,6 +230,10 @@ public enum Wire {
             if c.contains(.width), (try? c.decodeNil(forKey: .width)) != true {
                 width = try? c.decode(Int.self, forKey: .width)
                 widthValid = width != nil
+            }
+            if c.contains(.fps), (try? c.decodeNil(forKey: .fps)) != true {
+                fps = try? c.decode(Int.self, forKey: .fps)
+                fpsValid = fps != nil
             }
             if c.contains(.take), (try? c.decodeNil(forKey: .take)) != true {
                 take = try? c.decode(Int.self, forKey: .take)

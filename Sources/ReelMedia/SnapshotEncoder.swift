@@ -13,18 +13,14 @@ public enum SnapshotEncoder {
     /// client's 16 MiB reply limit).
     public static let maxJPEGBytes = 8 << 20
     /// The smallest width `--width` may ask for.
-    public static let minWidth = 16
+    public static let minWidth = PreviewLimits.minWidth
 
     /// The size a frame of `width`x`height` has when scaled to `target` columns (nil: as is):
     /// the height in proportion, rounded to even. Nil when `target` is out of range
     /// (`minWidth`...`width`: a snapshot is never scaled up).
     public static func scaledSize(width: Int, height: Int, target: Int?) -> (width: Int, height: Int)? {
         guard let target else { return (width, height) }
-        guard target >= minWidth, target <= width else { return nil }
-        let w = target & ~1
-        var h = Int((Int64(height) * Int64(w) + Int64(width) / 2) / Int64(width)) & ~1
-        h = max(2, h)
-        return (w, h)
+        return PreviewGrant.scaledSize(width: width, height: height, target: target)
     }
 
     /// Encodes `frame` (exactly `format.frameBytes(width:height:)` bytes) as a JPEG of `quality`

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ReelCapture
+import ReelControl
 import ReelCore
 import ReelSystem
 
@@ -12,7 +13,10 @@ import ReelSystem
 /// the pre-roll holds; recording, the copy made of each frame as it passes (one memcpy into a
 /// preallocated buffer on the capture thread); else the next frame delivered.
 /// The capture threads never wait here: the lock is held only to copy or to append.
-/// @unchecked Sendable: the mutable state is guarded by `monitor`; the sources are immutable references.
+/// A live preview (`previewFrame`) takes the same copies, swapped out to the preview thread; the
+/// `levels` meter runs on the audio capture thread as each block passes (`LevelsWindow`).
+/// @unchecked Sendable: the mutable state is guarded by `monitor`, except `levels`, which only
+/// the audio capture thread touches; the sources are immutable references.
 package final class LiveSources: MediaSink, @unchecked Sendable {
     package let video: (any CaptureSource)?
     package let audio: (any CaptureSource)?
@@ -22,6 +26,11 @@ package final class LiveSources: MediaSink, @unchecked Sendable {
     package var failure: String? { monitor.withLock { failed } }
     /// Called (on the failing capture thread, outside any lock here) when a source fails.
     package var onFailure: (@Sendable (String) -> Void)?
+    /// Where levels windows go, and who asks for preview frames (nil: nobody).
+    package let feed: LiveFeed?
+    package let audioFormat: AudioFormat?
+    /// The levels meter, made at the first block metered; the audio capture thread's only.
+    private var levels: LevelsWindow?
 
     private let monitor = Monitor()
     private var target: (any MediaSink)?
@@ -35,22 +44,30 @@ package final class LiveSources: MediaSink, @unchecked Sendable {
     private var snapshotBuffer: [UInt8] = []
     private var snapshotTime: Nanos = 0
     private var snapshotCount = 0
+    /// The copy was swapped out to the preview thread: the buffer holds an older frame.
+    private var snapshotStale = false
+    /// A preview wants copies of the frames captured from this instant on (nil: no preview).
+    private var previewFrom: Nanos?
 
-    package init(video: (any CaptureSource)?, audio: (any CaptureSource)?, videoFormat: VideoFormat?) {
+    package init(video: (any CaptureSource)?, audio: (any CaptureSource)?, videoFormat: VideoFormat?,
+                 audioFormat: AudioFormat? = nil, feed: LiveFeed? = nil) {
         self.video = video
         self.audio = audio
         self.videoFormat = videoFormat
+        self.audioFormat = audioFormat
+        self.feed = feed
         held.reserveCapacity((video?.pool.slots ?? 0) + (audio?.pool.slots ?? 0))
     }
 
     /// Opens the live sources `config` names (a camera, an ALSA device, the paced synthetic
     /// sources; files are not live: nil). `videoOnly`: a brief open for a snapshot.
-    package static func open(_ config: RecorderConfig, logger: Logger, videoOnly: Bool = false) throws -> LiveSources? {
+    package static func open(_ config: RecorderConfig, logger: Logger, videoOnly: Bool = false, feed: LiveFeed? = nil) throws -> LiveSources? {
         guard config.paced else { return nil }
         if case .y4m = config.video { return nil }
         if !videoOnly, case .wav = config.audio { return nil }
         let (vs, aso) = try config.openSources(logger: logger, videoOnly: videoOnly)
-        return LiveSources(video: vs, audio: aso, videoFormat: vs == nil ? nil : config.videoFormat)
+        return LiveSources(video: vs, audio: aso, videoFormat: vs == nil ? nil : config.videoFormat,
+                           audioFormat: aso == nil ? nil : config.audioFormat, feed: feed)
     }
 
     /// Whether `config`'s sources can be kept open (standby): live ones only, paced.
@@ -163,13 +180,14 @@ package final class LiveSources: MediaSink, @unchecked Sendable {
 
     // MediaSink, on the capture threads.
     package func deliver(_ event: MediaEvent, wait: Bool) -> Bool {
+        if case let .audio(slot, frames, _, time) = event, let feed, feed.wantsLevels { meter(slot, frames: frames, time: time, feed) }
         var failure: String?
         let forward: (any MediaSink)? = monitor.withLock {
             switch event {
             case let .video(slot, time):
                 // While recording the slot goes to the pipeline, so the newest frame is copied as it
                 // passes (one memcpy of the frame, no allocation): a snapshot then needs no wait.
-                if snapshotWanted > 0 || target != nil { copySnapshot(slot, time) }
+                if snapshotWanted > 0 || target != nil || previewFrom.map({ time >= $0 }) == true { copySnapshot(slot, time) }
             case let .sourceFailed(msg):
                 if failed == nil { failed = msg; failure = msg }
                 monitor.broadcast()
@@ -203,6 +221,7 @@ package final class LiveSources: MediaSink, @unchecked Sendable {
         if snapshotBuffer.count != src.count { snapshotBuffer = [UInt8](repeating: 0, count: src.count) }  // once per size: the first request
         snapshotBuffer.withUnsafeMutableBytes { $0.copyMemory(from: src) }
         snapshotTime = time
+        snapshotStale = false
         snapshotCount += 1
         snapshotWanted = 0
         monitor.broadcast()
@@ -220,14 +239,53 @@ package final class LiveSources: MediaSink, @unchecked Sendable {
                 return ([UInt8](UnsafeRawBufferPointer(video.pool.buffer(slot))), time)
             }
             // Recording: the copy of the newest frame, at once.
-            if target != nil, failed == nil, !stopped, snapshotCount > 0, !snapshotBuffer.isEmpty {
+            if target != nil, failed == nil, !stopped, snapshotCount > 0, !snapshotStale, !snapshotBuffer.isEmpty {
                 return (snapshotBuffer, snapshotTime)
             }
             let seen = snapshotCount
             snapshotWanted += 1
-            while snapshotCount == seen, failed == nil, !stopped, monitor.wait(until: deadline) {}
-            guard snapshotCount != seen else { return nil }
+            while snapshotCount == seen || snapshotStale, failed == nil, !stopped, monitor.wait(until: deadline) {}
+            guard snapshotCount != seen, !snapshotStale else { return nil }
             return (snapshotBuffer, snapshotTime)
+        }
+    }
+
+    // MARK: Preview and levels
+
+    /// For the preview thread: asks for copies of the frames captured from `from` on (nil: any),
+    /// waits at most until `deadline` for a copy newer than copy number `seen`, and swaps it into
+    /// `buffer` (sized here to a slot first; its old bytes become the next copy's buffer, so
+    /// nothing is allocated or copied under the lock). Nil: no frame came (or a source failed,
+    /// or the sources stopped, or no video).
+    package func previewFrame(after seen: Int, from: Nanos?, into buffer: inout [UInt8], until deadline: Nanos) -> (time: Nanos, number: Int)? {
+        guard let video else { return nil }
+        if buffer.count != video.pool.slotBytes { buffer = [UInt8](repeating: 0, count: video.pool.slotBytes) }
+        return monitor.withLock {
+            previewFrom = from ?? .min
+            while snapshotCount == seen || snapshotStale, failed == nil, !stopped, monitor.wait(until: deadline) {}
+            guard snapshotCount != seen, !snapshotStale, failed == nil, !stopped else { return nil }
+            swap(&snapshotBuffer, &buffer)
+            snapshotStale = true
+            return (snapshotTime, snapshotCount)
+        }
+    }
+
+    /// No preview wants frames any more: frames are copied only for snapshots and recordings.
+    package func endPreview() { monitor.withLock { previewFrom = nil } }
+
+    /// On the audio capture thread: folds the block into the levels meter and publishes each
+    /// window it closes. Nothing is allocated after the first block.
+    private func meter(_ slot: Int, frames: Int, time: Nanos, _ feed: LiveFeed) {
+        guard let audio, let format = audioFormat else { return }
+        if levels == nil { levels = LevelsWindow(sampleRate: format.sampleRate, channels: format.channels) }
+        // Unsafe: the slot holds `frames` interleaved S16 frames (the source wrote them as Int16) and is ours until forwarded.
+        let base = UnsafeRawPointer(audio.pool.buffer(slot).baseAddress!).assumingMemoryBound(to: Int16.self)
+        let samples = UnsafeBufferPointer(start: base, count: min(frames * format.channels, audio.pool.slotBytes / 2))
+        var from = 0
+        while from < samples.count / format.channels {
+            let r = levels!.feed(samples, from: from, time: time)
+            from = r.next
+            if r.closed { feed.publishLevels(levels!) }
         }
     }
 }

@@ -43,6 +43,9 @@ public struct RecorderConfig: Sendable {
     public var cameraControls: [CameraControlAssignment] = []
     /// Keep the live sources open and streaming while idle (`standby`; see `StandbyState`).
     public var standby = false
+    /// The bounds of a live preview (`preview_max_width`, `preview_max_fps`).
+    public var previewMaxWidth = 1280
+    public var previewMaxFps = 15
     public init(outputDir: String, video: Video, audio: Audio, paced: Bool, h264: H264Settings, aac: AACSettings,
                 driftLock: Bool = true) {
         self.outputDir = outputDir; self.video = video; self.audio = audio; self.paced = paced; self.h264 = h264; self.aac = aac

@@ -42,7 +42,7 @@ extension Recorder {
         case nil: warm = false
         }
         do {
-            if live == nil { live = try LiveSources.open(config, logger: logger) }
+            if live == nil { live = try LiveSources.open(config, logger: logger, feed: liveFeed) }
             let s: RecordingSession
             do {
                 s = try RecordingSession(config: config, partPath: paths.part, finalPath: paths.final, logger: logger, health: health,

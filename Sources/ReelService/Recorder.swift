@@ -40,6 +40,10 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     public let errors = ErrorCounts()
     /// Warm devices while idle (`standby = true`), lent to each recording.
     let standby: Standby
+    /// `preview` and `levels` subscribers (`ControlServer.attach(live:)`); the open sources meter
+    /// levels into it and the preview thread encodes frames for it.
+    public let liveFeed: LiveFeed
+    private var previewStreamer: PreviewStreamer!
 
     public init(config: RecorderConfig, logger: Logger, health: HealthMonitor = HealthMonitor(),
                 onStateChange: @escaping @Sendable (String) -> Void = { _ in }) {
@@ -49,9 +53,35 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         self.onStateChange = onStateChange
         let overrides = ControlOverrides()
         self.standbyControls = overrides
-        standby = Standby(config: config, logger: logger, controls: { [logger] in overrides.forCamera($0, logger: logger) })
+        let feed = LiveFeed()
+        liveFeed = feed
+        standby = Standby(config: config, logger: logger, feed: feed, controls: { [logger] in overrides.forCamera($0, logger: logger) })
         refreshFreeSpace()
         standby.onChange = { [weak self] in self?.standbyChanged() }
+        liveFeed.setLimits(PreviewLimits(maxWidth: config.previewMaxWidth, maxFps: config.previewMaxFps))
+        liveFeed.setCameraSource { [weak self] in
+            (self?.openSources().live?.videoFormat).map { PreviewCamera(width: $0.width, height: $0.height, fps: $0.fps) }
+        }
+        previewStreamer = PreviewStreamer(feed: liveFeed, logger: logger) { [weak self] in
+            self?.openSources() ?? (nil, "reeld is stopping")
+        }
+    }
+
+    /// The sources open now (the recording's, else the warm ones), or why none are, for previews.
+    func openSources() -> (live: LiveSources?, why: String) {
+        let (s, config) = monitor.withLock { (session, currentConfig) }
+        if let s {
+            if let live = s.liveSources { return (live, "") }
+            return (nil, "the recording's sources are not live (a file, or unpaced): nothing to preview")
+        }
+        if let warm = standby.warm { return (warm, "") }
+        if case .none = config.video { return (nil, "there is no video source (video = \"none\")") }
+        let st = standby.status
+        switch st.word {
+        case nil: return (nil, "no camera is open: reeld is idle and standby is off (the preview shows the camera while recording or paused, or while idle with standby = true)")
+        case "failed"?: return (nil, "standby: the devices failed: \(st.failure ?? "unknown"); retrying")
+        default: return (nil, "standby: the devices are being opened")
+        }
     }
     /// What `reelctl set` changed since start-up, for the camera it was set on (buttons are not
     /// kept: a press is not replayed). Applied after the config's `[camera.controls]` at every
@@ -59,7 +89,10 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     let standbyControls: ControlOverrides
 
     /// Opens the devices when standby is on (the "recorder" service's start).
-    public func startStandby() { standby.start() }
+    public func startStandby() {
+        standby.start()
+        previewStreamer.start()
+    }
 
     /// Standby changed (opened, failed, retried): a new failure becomes `lastError` and an
     /// `error` event; STATUS= follows.
@@ -93,9 +126,9 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         case .set:
             if let reset = request.reset { return resetControls(reset, id: request.id) }
             return setControls(request.args ?? [:], id: request.id)
-        case .events:
-            // The server answers `events` itself (ControlServer.attach(events:)).
-            return failure(request.id, .failed("'events' reached the recorder instead of the control server (a bug in reeld; see its log)"))
+        case .events, .preview, .levels:
+            // The server answers these itself (ControlServer.attach(events:), attach(live:)).
+            return failure(request.id, .failed("'\(request.cmd.rawValue)' reached the recorder instead of the control server (a bug in reeld; see its log)"))
         }
     }
 
@@ -119,6 +152,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     /// Replaces the configuration for the next recording; the current one is not touched.
     public func reconfigure(_ c: RecorderConfig) {
         monitor.withLock { currentConfig = c }
+        liveFeed.setLimits(PreviewLimits(maxWidth: c.previewMaxWidth, maxFps: c.previewMaxFps))
         standby.reconfigure(c)
         refreshFreeSpace()
     }
@@ -165,6 +199,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
             _ = stop(id: nil, deadline: deadline)
         }
         waitForLifecycle(until: deadline) { $0.isQuiet }
+        previewStreamer.stop()
         standby.shutdown()
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ReelCapture
+import ReelControl
 import ReelCore
 import ReelPipeline
 import ReelSystem
@@ -27,7 +28,11 @@ final class Standby: @unchecked Sendable {
     /// Called when the state changes (status, STATUS=).
     var onChange: (@Sendable () -> Void)?
 
-    init(config: RecorderConfig, logger: Logger, controls: @escaping @Sendable (RecorderConfig) -> [CameraControlAssignment]) {
+    /// Where the warm sources meter levels and hand preview frames (`LiveSources.feed`).
+    private let feed: LiveFeed?
+
+    init(config: RecorderConfig, logger: Logger, feed: LiveFeed? = nil, controls: @escaping @Sendable (RecorderConfig) -> [CameraControlAssignment]) {
+        self.feed = feed
         self.config = config
         self.logger = logger
         self.controls = controls
@@ -140,7 +145,7 @@ final class Standby: @unchecked Sendable {
             c.cameraControls += controls(c)
             let now = SystemClock.now()
             do {
-                guard let s = try LiveSources.open(c, logger: logger) else {
+                guard let s = try LiveSources.open(c, logger: logger, feed: feed) else {
                     throw ControlErrorText("the sources cannot be kept open (files, or unpaced)")
                 }
                 s.onFailure = { [weak self] msg in self?.sourceFailed(s, msg) }

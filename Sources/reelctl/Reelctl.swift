@@ -6,7 +6,7 @@ import ReelControl
 struct Reelctl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reelctl",
-        abstract: "Control reeld, the Reel recorder daemon: start, pause, resume, undo, stop, status (--watch), takes, events, devices, controls, set, snapshot.",
+        abstract: "Control reeld, the Reel recorder daemon: start, pause, resume, undo, stop, status (--watch), takes, events, devices, controls, set, snapshot, preview, levels.",
         discussion: """
             reelctl talks to reeld over its control socket. The socket is, in order of precedence: \
             the --socket option, the \(SocketPath.environmentVariable) environment variable, \
@@ -16,7 +16,7 @@ struct Reelctl: ParsableCommand {
             while not recording); 2 when reeld could not be reached or answered nothing usable, \
             and for usage errors.
             """,
-        subcommands: [Start.self, Pause.self, Resume.self, Undo.self, Stop.self, Status.self, Takes.self, Events.self, Devices.self, Controls.self, SetControls.self, Snapshot.self, Verify.self]
+        subcommands: [Start.self, Pause.self, Resume.self, Undo.self, Stop.self, Status.self, Takes.self, Events.self, Devices.self, Controls.self, SetControls.self, Snapshot.self, Preview.self, Levels.self, Verify.self]
     )
 
     @OptionGroup var global: GlobalOptions
@@ -38,6 +38,6 @@ struct Reelctl: ParsableCommand {
     }
 
     func run() throws {
-        throw ValidationError("missing command: one of start, pause, resume, undo, stop, status, takes, events, devices, controls, set, snapshot, verify")
+        throw ValidationError("missing command: one of start, pause, resume, undo, stop, status, takes, events, devices, controls, set, snapshot, preview, levels, verify")
     }
 }

@@ -116,6 +116,7 @@ struct Serve: ParsableCommand {
             throw ExitCode(1)
         }
         server.attach(events: recorder.events)
+        server.attach(live: recorder.liveFeed)
         // Started in this order, stopped in reverse: the recorder first (no start from now on; the
         // recording finished), then the on_finish programs it started, the supervisor, the socket.
         let services = ServiceGroup([
@@ -267,6 +268,8 @@ struct DaemonOptions: ParsableArguments {
         config.maxDuration = s.maxDuration
         config.cameraControls = settings.cameraControls
         config.standby = s.standby
+        config.previewMaxWidth = s.previewMaxWidth
+        config.previewMaxFps = s.previewMaxFps
         return config
     }
 

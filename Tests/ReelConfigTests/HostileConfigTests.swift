@@ -89,7 +89,7 @@ final class HostileConfigTests: XCTestCase {
         case .metricsFile: specific = ["reel.prom", "textfile/reel.prom", "/var/lib/", "/" + String(repeating: "m", count: 5000)]
         case .onFinish: return ["relative/upload", "", "upload"]  // the env/flag form: one program path
         case .standby: return ["", "maybe", "2", "truee", "TRUE x"]
-        case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout: return []
+        case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout, .previewMaxWidth, .previewMaxFps: return []
         }
         return specific + common
     }
@@ -115,7 +115,7 @@ final class HostileConfigTests: XCTestCase {
         case .metricsFile: return ["", "/var/lib/node_exporter/textfile_collector/reel.prom"].map { .string($0) }
         case .onFinish: return [.strings([]), .strings(["/usr/bin/upload", "--to", "x y"])]
         case .standby: return [.bool(true), .bool(false)]
-        case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout:
+        case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout, .previewMaxWidth, .previewMaxFps:
             let r = k.intRange!.range
             return [.int(r.lowerBound), .int(r.upperBound)]
         }

@@ -152,7 +152,7 @@ final class FakeRecorder: ControlHandler {
                 return r
             case .controls, .set, .snapshot:
                 return .failure(.failed("the test source has no controls; controls need a V4L2 camera"))
-            case .events:
+            case .events, .preview, .levels:
                 return .failure(.failed("events reached the handler"))
             case .takes:
                 var r = Reply.success()
@@ -319,10 +319,11 @@ final class Fixture {
     var path: String { dir.socket() }
 
     init(maxClients: Int = ControlServer.defaultMaxClients, limits: ControlLimits? = nil, authorize: PeerAuthorizer? = nil,
-         events: EventBus? = nil) throws {
+         events: EventBus? = nil, live: LiveFeed? = nil) throws {
         server = try ControlServer(path: dir.socket(), handler: recorder, logger: logs.logger(),
                                    limits: limits ?? ControlLimits(maxClients: maxClients), authorize: authorize)
         if let events { server.attach(events: events) }
+        if let live { server.attach(live: live) }
         server.start()
     }
 

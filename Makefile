@@ -8,7 +8,7 @@ PYTHON ?= /usr/bin/python3
 SWIFT ?= swift
 RELEASE_BIN := $(CURDIR)/.build/release
 DEB_PACKAGES := pkg-config libx264-dev libavformat-dev libavcodec-dev libavutil-dev libswresample-dev \
-                libyuv-dev libv4l-dev libasound2-dev libturbojpeg0-dev libsystemd-dev v4l-utils alsa-utils \
+                libyuv-dev libv4l-dev libasound2-dev libturbojpeg0-dev libsystemd-dev libcrypt-dev v4l-utils alsa-utils \
                 ffmpeg x264 python3 python3-numpy python3-pytest python3-pytest-xdist python3-prometheus-client systemd \
                 gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-libav mediainfo chromium espeak-ng \
                 chromium-driver python3-selenium
@@ -26,6 +26,7 @@ deps:
 build: deps
 	$(SWIFT) build -c release --product reeld
 	$(SWIFT) build -c release --product reelctl
+	$(SWIFT) build -c release --product reel-web
 
 build-debug: deps
 	$(SWIFT) build --build-tests
@@ -51,10 +52,7 @@ e2e-run:
 
 # The browser tier (issue 24): the booth page in Debian's headless Chromium, driven by Selenium
 # (chromium-driver, python3-selenium), against the real reeld and reel-web (Tests/browser).
-# `make test` runs it on build-testable's binaries (which include reel-web).
-browser: build
-	$(SWIFT) build -c release --product reel-web
-	$(MAKE) --no-print-directory browser-run
+browser: build browser-run
 browser-run:
 	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) -m pytest -q -p no:cacheprovider --durations=8 Tests/browser
 
@@ -100,16 +98,21 @@ BIN_SRC ?= $(RELEASE_BIN)
 install: build install-files
 
 # Binaries, units (ExecStart= rewritten for PREFIX/SYSCONFDIR), sysusers, tmpfiles, the config
-# (an existing one is kept; the new default goes next to it as reeld.toml.new), completions.
+# (an existing one is kept; the new default goes next to it as reeld.toml.new), completions, and
+# reel-web's page files in PREFIX/share/reel/web (where reel-web looks, beside its bin/).
 install-files:
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
 	  $(DESTDIR)$(SYSCONFDIR)/reel $(DESTDIR)$(DATADIR)/bash-completion/completions \
 	  $(DESTDIR)$(DATADIR)/zsh/site-functions $(DESTDIR)$(DATADIR)/fish/vendor_completions.d
-	install -m 0755 $(BIN_SRC)/reeld $(BIN_SRC)/reelctl $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(BIN_SRC)/reeld $(BIN_SRC)/reelctl $(BIN_SRC)/reel-web $(DESTDIR)$(BINDIR)/
 	sed -e 's|/usr/local/bin/reeld|$(BINDIR)/reeld|' -e 's|/etc/reel/|$(SYSCONFDIR)/reel/|g' \
 	  systemd/reeld.service > $(DESTDIR)$(UNITDIR)/reeld.service
 	sed -e 's|/etc/reel/|$(SYSCONFDIR)/reel/|g' systemd/reeld.socket > $(DESTDIR)$(UNITDIR)/reeld.socket
-	chmod 0644 $(DESTDIR)$(UNITDIR)/reeld.service $(DESTDIR)$(UNITDIR)/reeld.socket
+	sed -e 's|/usr/local/bin/reel-web|$(BINDIR)/reel-web|' -e 's|/etc/reel/|$(SYSCONFDIR)/reel/|g' \
+	  systemd/reel-web.service > $(DESTDIR)$(UNITDIR)/reel-web.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/reeld.service $(DESTDIR)$(UNITDIR)/reeld.socket $(DESTDIR)$(UNITDIR)/reel-web.service
+	install -d $(DESTDIR)$(DATADIR)/reel/web
+	install -m 0644 Sources/ReelWeb/Web/* $(DESTDIR)$(DATADIR)/reel/web/
 	install -m 0644 systemd/reel.sysusers $(DESTDIR)$(SYSUSERSDIR)/reel.conf
 	install -m 0644 systemd/reel.tmpfiles $(DESTDIR)$(TMPFILESDIR)/reel.conf
 	if [ -e $(DESTDIR)$(SYSCONFDIR)/reel/reeld.toml ]; then \

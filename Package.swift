@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
@@ -7,10 +7,18 @@ let package = Package(
     products: [
         .executable(name: "reeld", targets: ["reeld"]),
         .executable(name: "reelctl", targets: ["reelctl"]),
+        .executable(name: "reel-web", targets: ["reel-web"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        // reel-web's HTTP server only (ReelWeb, reel-web). Without its default traits: no
+        // swift-configuration to build (reel-web takes its settings as flags).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0", traits: []),
+        // Hummingbird's own dependencies, named for what ReelWeb imports from them (no further builds).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
         // --- C interop: one thin module per library, nothing else in them. ---
@@ -26,6 +34,8 @@ let package = Package(
                        providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CTurboJPEG", path: "Sources/CTurboJPEG", pkgConfig: "libturbojpeg",
                        providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(name: "CCrypt", path: "Sources/CCrypt",
+                       providers: [.apt(["libcrypt-dev"])]),
         .systemLibrary(name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd",
                        providers: [.apt(["libsystemd-dev"])]),
         // What Swift cannot import (function-like macros, va_list callbacks, _GNU_SOURCE calls), as
@@ -95,6 +105,22 @@ let package = Package(
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/reelctl"),
 
+        // --- reel-web: the booth page's HTTP server, a client of reeld's control socket like reelctl.
+        // ReelWeb holds its testable pieces (sessions, throttle, origin check, recordings) and the page's files (Web/). ---
+        .target(name: "ReelWeb",
+                dependencies: ["ReelControl", "ReelCore", "ReelSystem", "CCrypt",
+                               .product(name: "Hummingbird", package: "hummingbird"),
+                               .product(name: "NIOCore", package: "swift-nio"),
+                               .product(name: "HTTPTypes", package: "swift-http-types"),
+                               .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                               .product(name: "Logging", package: "swift-log")],
+                path: "Sources/ReelWeb", resources: [.copy("Web")]),
+        .executableTarget(name: "reel-web",
+                          dependencies: ["ReelWeb", "ReelControl", "ReelCore",
+                                         .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                                         .product(name: "Logging", package: "swift-log")],
+                          path: "Sources/reel-web"),
+
         // --- Fuzzing (`make fuzz`): the checks, and one libFuzzer entry point per parser; built
         // normally they replay files through the same checks (Tests/fuzz, docs/RELIABILITY.md). ---
         .target(name: "ReelFuzz", dependencies: ["ReelControl", "ReelConfig", "ReelMedia"], path: "Sources/ReelFuzz"),
@@ -114,6 +140,7 @@ let package = Package(
         .testTarget(name: "ReelServiceTests", dependencies: ["ReelService", "ReelStorage", "ReelPipeline", "ReelMedia", "ReelSystem", "ReelControl", "ReelCore", "ReelTestSupport"], path: "Tests/ReelServiceTests"),
         .testTarget(name: "ReelctlTests", dependencies: ["reelctl", "ReelControl", "ReelCore"], path: "Tests/ReelctlTests"),
         .testTarget(name: "ReelVerifyTests", dependencies: ["ReelVerify", "ReelCore"], path: "Tests/ReelVerifyTests"),
+        .testTarget(name: "ReelWebTests", dependencies: ["ReelWeb", "ReelControl", "ReelConfig", "ReelCore"], path: "Tests/ReelWebTests"),
         .testTarget(name: "ReelFuzzTests", dependencies: ["ReelFuzz", "ReelConfig", "ReelControl", "ReelMedia"], path: "Tests/ReelFuzzTests"),
     ],
     swiftLanguageModes: [.v6]

@@ -176,9 +176,10 @@ public struct LatestSlot<Item: Sendable>: Sendable {
     }
 }
 
-/// Whether the preview is live, sent to subscribers once per change (`preview_state`).
+/// Whether the preview is live, sent to subscribers once per change (`preview_state`). It starts
+/// live: frames coming say so themselves, and `live: true` is only news after a `live: false`.
 public struct PreviewLiveness: Sendable, Equatable {
-    public private(set) var live: Bool?
+    public private(set) var live = true
     public private(set) var reason: String?
     public init() {}
 

@@ -138,6 +138,25 @@ final class LiveFeedTests: XCTestCase {
         XCTAssertGreaterThan(last?.dropped ?? 0, 100)
     }
 
+    /// The idle rule closes a connection that neither sends nor reads; a stream waits by design.
+    func testStreamsAreNotClosedByTheIdleRule() throws {
+        let feed = LiveFeed()
+        let f = try Fixture(limits: ControlLimits(idleTimeoutMs: 200), live: feed)
+        let preview = try f.client()
+        _ = try preview.send(Request(id: 1, cmd: .preview), timeoutMs: 5000)
+        let levels = try f.client()
+        _ = try levels.send(Request(id: 2, cmd: .levels), timeoutMs: 5000)
+        let idle = try f.client()
+        _ = try idle.send(Request(id: 3, cmd: .status), timeoutMs: 5000)
+        XCTAssertTrue(f.logs.waitFor("idle for"), "the plain client is closed after 200 ms")
+        XCTAssertThrowsError(try idle.nextLine(timeoutMs: 2000))
+        let id = feed.waitForPreview(until: nil)[0].id
+        feed.publish(jpeg: [9], width: 640, height: 360, capturedNs: 1, to: [id])
+        XCTAssertEqual(try decode(try preview.nextLine(timeoutMs: 5000) + [UInt8(ascii: "\n")]).jpegBytes, [9])
+        feed.publishLevels(window([Int16](repeating: 0, count: 2400), channels: 1, time: 5))
+        XCTAssertEqual(try decode(try levels.nextLine(timeoutMs: 5000) + [UInt8(ascii: "\n")]).capturedNs, 5)
+    }
+
     func testPreviewRequestParsing() {
         guard case let .success(r) = Wire.parseRequest(Array(#"{"v":1,"cmd":"preview","width":320,"fps":5}"#.utf8)) else { return XCTFail() }
         XCTAssertEqual(r.width, 320); XCTAssertEqual(r.fps, 5)

@@ -114,6 +114,7 @@ final class PreviewPlanTests: XCTestCase {
 
     func testLivenessIsReportedOncePerChange() {
         var l = PreviewLiveness()
+        XCTAssertFalse(l.observe(live: true, reason: nil), "frames flowing from the start are no news")
         XCTAssertTrue(l.observe(live: false, reason: "no camera"))
         XCTAssertFalse(l.observe(live: false, reason: "no camera"))
         XCTAssertTrue(l.observe(live: false, reason: "the camera failed"))

@@ -81,7 +81,7 @@ window.readStrip = function (img) {
   const c = window.__stripCanvas || (window.__stripCanvas = document.createElement("canvas"));
   if (c.width !== w || c.height !== h) { c.width = w; c.height = h; }
   const g = c.getContext("2d", {willReadFrequently: true});
-  g.drawImage(img, 0, 0);
+  try { g.drawImage(img, 0, 0); } catch (e) { return null; }   // between frames (a broken or pending image)
   const d = g.getImageData(0, Math.floor(h / 16), w, 1).data;
   let ms = 0;
   for (let i = 0; i < 32; i++) {

@@ -88,20 +88,24 @@ def test_preview_moves_while_idle_with_standby(page_factory, booth):
     assert r.status()["standby"] == "warm"
     p = page_factory()
     img = p.js("""const i = [...document.images].find(i => (i.alt || i.getAttribute('aria-label')) === 'Live preview');
-                  return i ? [i.getAttribute('src'), getComputedStyle(i).objectFit] : null""")
+                  return i ? [i.dataset.stream, getComputedStyle(i).objectFit] : null""")
     assert img is not None, "no <img> named 'Live preview'"
-    assert img[0].startswith("/preview.mjpg?width=640&fps=10") and img[1] == "contain", img
+    assert img == ["/preview.mjpg?width=640&fps=10", "contain"], img
     p.js(STRIP_JS)
     p.until("document.getElementById('preview').naturalWidth > 0", what="a preview frame")
     size = p.js("const i = document.getElementById('preview'); return [i.naturalWidth, i.naturalHeight]")
     assert size == [640, 360], size
+    # the frames shown are the parts of reel-web's /preview.mjpg (each with its X-Captured-Ns)
+    assert p.js("return window.reel.preview.capturedNs") > 0, p.js("return window.reel.preview")
     # Two frames as the page shows them, read from the pixels: the source time advances.
     seen = p.driver.execute_async_script("""
         const done = arguments[0], img = document.getElementById('preview');
-        const a = readStrip(img), t0 = performance.now();
+        let a = readStrip(img);
+        const t0 = performance.now();
         const step = () => {
           const b = readStrip(img);
-          if (b !== a) return done([a, b, performance.now() - t0]);
+          if (b !== null && a !== null && b !== a) return done([a, b, performance.now() - t0]);
+          if (a === null) a = b;
           if (performance.now() - t0 > 3000) return done([a, b, null]);
           requestAnimationFrame(step);
         };

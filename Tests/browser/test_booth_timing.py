@@ -81,7 +81,7 @@ def test_preview_latency_within_150_ms(page_factory, booth, note, tmp_path):
             const t0 = performance.now();
             const step = () => {
               const ms = readStrip(img);
-              if (ms !== last) { last = ms; out.push([Date.now(), performance.timeOrigin + performance.now(), ms]); }
+              if (ms !== null && ms !== last) { last = ms; out.push([Date.now(), performance.timeOrigin + performance.now(), ms]); }
               if (performance.now() - t0 < 6000) requestAnimationFrame(step); else done(out);
             };
             requestAnimationFrame(step);""")

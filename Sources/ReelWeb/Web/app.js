@@ -425,15 +425,93 @@ function show(name, url) {
 
 // ---------------------------------------------------------------- preview
 
-let previewRetry = null;
+// The page reads /preview.mjpg itself (fetch, each part by its Content-Length) and shows each JPEG
+// as soon as its last byte came. Given the stream as its src, Chromium shows a part only once the
+// NEXT part's headers have arrived: one frame interval late (100 ms at 10 fps; docs/PERFORMANCE.md).
+// reel.preview says what is shown: its X-Captured-Ns and when (performance.now).
+const PREVIEW_URL = "/preview.mjpg?width=640&fps=10";
+reel.preview = { frames: 0, capturedNs: null, shownAt: null, dropped: 0 };
+let previewAbort = null, previewRetry = null, previewGen = 0;
+let shownURL = null, decoding = false, waiting = null;
+
+function showFrame(jpeg, capturedNs) {
+  if (decoding) {            // the previous frame is still decoding: the newest waits, older ones go
+    if (waiting) reel.preview.dropped++;
+    waiting = [jpeg, capturedNs];
+    return;
+  }
+  decoding = true;
+  const url = URL.createObjectURL(new Blob([jpeg], { type: "image/jpeg" }));
+  const img = el.preview;
+  const done = () => {
+    img.removeEventListener("load", done);
+    img.removeEventListener("error", done);
+    if (shownURL) URL.revokeObjectURL(shownURL);
+    shownURL = url;
+    reel.preview.frames++;
+    reel.preview.capturedNs = capturedNs;
+    reel.preview.shownAt = performance.now();
+    decoding = false;
+    if (waiting) { const [j, c] = waiting; waiting = null; showFrame(j, c); }
+  };
+  img.addEventListener("load", done);
+  img.addEventListener("error", done);
+  img.src = url;
+}
+
+const BOUNDARY = new TextEncoder().encode("--reelframe");
+function indexOf(buf, pat, from) {
+  outer: for (let i = from; i <= buf.length - pat.length; i++) {
+    for (let j = 0; j < pat.length; j++) if (buf[i + j] !== pat[j]) continue outer;
+    return i;
+  }
+  return -1;
+}
+const CRLF2 = new Uint8Array([13, 10, 13, 10]);
+
+async function streamPreview(gen) {
+  previewAbort = new AbortController();
+  const res = await fetch(PREVIEW_URL, { credentials: "same-origin", cache: "no-store", signal: previewAbort.signal });
+  if (!res.ok || !res.body) throw new Error(`preview answered ${res.status}`);
+  const reader = res.body.getReader();
+  const text = new TextDecoder();
+  let buf = new Uint8Array(0);
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done || gen !== previewGen) return;
+    const joined = new Uint8Array(buf.length + value.length);
+    joined.set(buf); joined.set(value, buf.length);
+    buf = joined;
+    for (;;) {                               // every complete part in the buffer
+      const start = indexOf(buf, BOUNDARY, 0);
+      if (start < 0) break;
+      const headEnd = indexOf(buf, CRLF2, start);
+      if (headEnd < 0) break;
+      const headers = text.decode(buf.subarray(start, headEnd));
+      const length = Number((/content-length:\s*(\d+)/i.exec(headers) || [])[1]);
+      if (!Number.isFinite(length)) { buf = buf.subarray(headEnd + 4); continue; }
+      const body = headEnd + 4;
+      if (buf.length < body + length) break;
+      const captured = (/x-captured-ns:\s*(\d+)/i.exec(headers) || [])[1];
+      showFrame(buf.slice(body, body + length), captured ? Number(captured) : null);
+      buf = buf.subarray(body + length);
+    }
+  }
+}
+
 function reloadPreview() {
   clearTimeout(previewRetry);
   previewRetry = null;
-  el.preview.src = `/preview.mjpg?width=640&fps=10&t=${Date.now()}`;
+  if (previewAbort) previewAbort.abort();
+  const gen = ++previewGen;
+  if (!window.ReadableStream || !("body" in Response.prototype)) {   // no streaming fetch: the browser's own
+    el.preview.src = `${PREVIEW_URL}&t=${Date.now()}`;
+    return;
+  }
+  streamPreview(gen).catch(() => {}).finally(() => {
+    if (gen === previewGen && !previewRetry) previewRetry = setTimeout(reloadPreview, 2000);
+  });
 }
-el.preview.addEventListener("error", () => {
-  if (!previewRetry) previewRetry = setTimeout(reloadPreview, 2000);
-});
 
 // ---------------------------------------------------------------- events
 
@@ -500,3 +578,4 @@ async function recheck() {
 connect();
 loadRecordings();
 render();
+reloadPreview();

@@ -19,8 +19,10 @@ def test_install_tree(reel_bin_dir, tmp_path):
     dest = tmp_path / "dest"
     make_install(reel_bin_dir, dest, "/opt/reel")
     want = {
-        "opt/reel/bin/reeld": 0o755, "opt/reel/bin/reelctl": 0o755,
+        "opt/reel/bin/reeld": 0o755, "opt/reel/bin/reelctl": 0o755, "opt/reel/bin/reel-web": 0o755,
         "opt/reel/lib/systemd/system/reeld.service": 0o644, "opt/reel/lib/systemd/system/reeld.socket": 0o644,
+        "opt/reel/lib/systemd/system/reel-web.service": 0o644,
+        "opt/reel/share/reel/web/index.html": 0o644, "opt/reel/share/reel/web/signin.html": 0o644,
         "opt/reel/lib/sysusers.d/reel.conf": 0o644, "opt/reel/lib/tmpfiles.d/reel.conf": 0o644,
         "etc/reel/reeld.toml": 0o644,
         "opt/reel/share/bash-completion/completions/reelctl": None,
@@ -34,17 +36,47 @@ def test_install_tree(reel_bin_dir, tmp_path):
             assert f.stat().st_mode & 0o777 == mode, f"{rel} has mode {oct(f.stat().st_mode & 0o777)}"
     unit = (dest / "opt/reel/lib/systemd/system/reeld.service").read_text()
     assert "ExecStart=/opt/reel/bin/reeld --config /etc/reel/reeld.toml" in unit
+    web_unit = (dest / "opt/reel/lib/systemd/system/reel-web.service").read_text()
+    assert "ExecStart=/opt/reel/bin/reel-web --listen 127.0.0.1:8080" in web_unit
+    assert "LoadCredential=password:/etc/reel/web-password" in web_unit
     assert "_reelctl" in (dest / "opt/reel/share/bash-completion/completions/reelctl").read_text()
     check = subprocess.run([str(dest / "opt/reel/bin/reeld"), "--check-config", "--config", str(dest / "etc/reel/reeld.toml")],
                            capture_output=True, text=True, timeout=30)
     assert check.returncode == 0, check.stderr
     # The units as installed verify (ExecStart points into DESTDIR for the check only).
-    for name in ("reeld.service", "reeld.socket"):
+    for name in ("reeld.service", "reeld.socket", "reel-web.service"):
         p = dest / "opt/reel/lib/systemd/system" / name
-        (tmp_path / name).write_text(p.read_text().replace("/opt/reel/bin/reeld", str(dest / "opt/reel/bin/reeld")))
-    v = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "reeld.service"), str(tmp_path / "reeld.socket")],
+        (tmp_path / name).write_text(p.read_text().replace("/opt/reel/bin/", str(dest / "opt/reel/bin") + "/"))
+    v = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "reeld.service"), str(tmp_path / "reeld.socket"),
+                        str(tmp_path / "reel-web.service")],
                        capture_output=True, text=True, timeout=60)
     assert v.returncode == 0 and not (v.stdout + v.stderr).strip(), v.stdout + v.stderr
+
+
+def test_installed_reel_web_serves_the_installed_page(reel_bin_dir, tmp_path):
+    """reel-web finds its page in PREFIX/share/reel/web, beside its bin/."""
+    import urllib.request
+    dest = tmp_path / "dest"
+    make_install(reel_bin_dir, dest, "/opt/reel")
+    web = subprocess.Popen([str(dest / "opt/reel/bin/reel-web"), "--no-auth", "--listen", "127.0.0.1:0",
+                            "--socket", str(tmp_path / "none.sock"), "--recordings", str(tmp_path)],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        port, seen = None, []
+        for line in web.stderr:
+            seen.append(line)
+            if "reel-web listening on 127.0.0.1:" in line:
+                port = int(line.rsplit(":", 1)[1])
+                break
+        assert port, "".join(seen)
+        assert any("--no-auth" in l for l in seen), "".join(seen)  # the warning
+        assert any(str(dest / "opt/reel/share/reel/web") in l for l in seen), "".join(seen)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as r:
+            assert r.status == 200
+            assert r.read() == (dest / "opt/reel/share/reel/web/index.html").read_bytes()
+    finally:
+        web.terminate()
+        assert web.wait(timeout=10) == 0
 
 
 def test_install_keeps_an_edited_config(reel_bin_dir, tmp_path):

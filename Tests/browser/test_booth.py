@@ -81,6 +81,10 @@ def test_sign_in_refuses_a_wrong_password_and_admits_the_right_one(page_factory)
     assert session and session[0]["httpOnly"] and session[0].get("sameSite") == "Strict", session
     for name in ("Record", "Pause", "Retake", "Stop"):
         p.button(name)                          # exactly one button of that accessible name
+    p.button("Sign out").click()                # a form POST from the page's own origin
+    p.until("location.pathname === '/signin'", what="the sign-in page after signing out")
+    p.get("/")
+    assert p.path() == "/signin", p.driver.current_url
 
 
 def test_preview_moves_while_idle_with_standby(page_factory, booth):

@@ -123,6 +123,13 @@ class Page:
         assert r["ok"], f"page: no {what or expr} within {timeout} s (last value {r['value']!r}; URL {self.driver.current_url})"
         return r["value"]
 
+    def wait_path(self, path, timeout=WAIT):
+        """Waits for the browser to be on `path` (a navigation ends the page's scripts, so this
+        one wait asks the driver, every 50 ms)."""
+        from selenium.webdriver.support.ui import WebDriverWait
+        WebDriverWait(self.driver, timeout, poll_frequency=0.05).until(
+            lambda d: self.path() == path, message=f"not on {path} within {timeout} s")
+
     def path(self):
         from urllib.parse import urlparse
         return urlparse(self.driver.current_url).path
@@ -184,6 +191,7 @@ def page_factory(booth):
         pages.append(p)
         if signed_in:
             p.sign_in()
+            p.wait_path("/")
             p.until("document.getElementById('record') && window.reel && window.reel.statuses > 0", what="the booth with a status")
         return p
 

@@ -75,6 +75,7 @@ def test_sign_in_refuses_a_wrong_password_and_admits_the_right_one(page_factory)
     p.get("/")                                  # still signed out
     assert p.path() == "/signin", p.driver.current_url
     p.sign_in(PASSWORD)
+    p.wait_path("/")
     p.until("location.pathname === '/' && window.reel && window.reel.statuses > 0", what="the booth with a status")
     assert p.js("return document.getElementById('live').textContent") == "Standby"
     session = [c for c in p.driver.get_cookies() if c["name"] == "reel_session"]
@@ -82,7 +83,7 @@ def test_sign_in_refuses_a_wrong_password_and_admits_the_right_one(page_factory)
     for name in ("Record", "Pause", "Retake", "Stop"):
         p.button(name)                          # exactly one button of that accessible name
     p.button("Sign out").click()                # a form POST from the page's own origin
-    p.until("location.pathname === '/signin'", what="the sign-in page after signing out")
+    p.wait_path("/signin")
     p.get("/")
     assert p.path() == "/signin", p.driver.current_url
 

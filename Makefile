@@ -2,7 +2,7 @@
 # Works on a fresh Debian 12 machine: missing Debian packages are installed with apt-get.
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
-.PHONY: deps build build-debug build-testable test unit e2e vm e2e-run vm-run vm-prepare demo bench soak fuzz fuzz-build clean install install-files config/reeld.toml
+.PHONY: deps build build-debug build-testable test unit e2e vm e2e-run vm-run vm-prepare browser browser-run demo bench soak fuzz fuzz-build clean install install-files config/reeld.toml
 
 PYTHON ?= /usr/bin/python3
 SWIFT ?= swift
@@ -10,7 +10,8 @@ RELEASE_BIN := $(CURDIR)/.build/release
 DEB_PACKAGES := pkg-config libx264-dev libavformat-dev libavcodec-dev libavutil-dev libswresample-dev \
                 libyuv-dev libv4l-dev libasound2-dev libturbojpeg0-dev libsystemd-dev libcrypt-dev v4l-utils alsa-utils \
                 ffmpeg x264 python3 python3-numpy python3-pytest python3-pytest-xdist python3-prometheus-client systemd \
-                gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-libav mediainfo chromium espeak-ng
+                gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-libav mediainfo chromium espeak-ng \
+                chromium-driver python3-selenium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Installs only what is missing (dpkg-query), so a second run costs nothing.
@@ -49,6 +50,12 @@ e2e-run:
 	$(E2E) -n 2 -m 'not serial' --durations=12 Tests/e2e
 	$(E2E) -m serial Tests/e2e
 
+# The browser tier (issue 24): the booth page in Debian's headless Chromium, driven by Selenium
+# (chromium-driver, python3-selenium), against the real reeld and reel-web (Tests/browser).
+browser: build browser-run
+browser-run:
+	REEL_BIN_DIR=$(RELEASE_BIN) $(PYTHON) -m pytest -q -p no:cacheprovider --durations=8 Tests/browser
+
 # The real-driver tier: Debian's kernel under QEMU (TCG) with vivid and snd-aloop; reeld and
 # reelctl run inside the guest (docs/TESTBED.md). vm-prepare installs its Debian packages
 # (qemu-system-x86 busybox-static v4l-utils alsa-utils kmod cpio), fetches the kernel with
@@ -65,6 +72,7 @@ vm-run: vm-prepare
 test: build-testable
 	$(SWIFT) test $(TESTABLE) --skip-build --disable-swift-testing
 	$(MAKE) --no-print-directory e2e-run
+	$(MAKE) --no-print-directory browser-run
 	$(MAKE) --no-print-directory vm-run
 
 # The shipped config file is generated from reeld's setting table (Sources/ReelConfig/Config.swift,

@@ -132,8 +132,9 @@ public enum SettingKey: String, CaseIterable, Sendable {
             return SettingSpec(.sources, \.sampleRate, .int(48000), .range(8000...192_000, unit: " Hz"),
                 help: "Audio sample rate in Hz ({range}).", doc: "Audio sample rate in Hz ({range}).")
         case .channels:
-            return SettingSpec(.sources, \.channels, .int(1), .range(1...8, unit: ""),
-                help: "Audio channels ({range}).", doc: "Audio channels ({range}).")
+            return SettingSpec(.sources, \.channels, .int(1), .range(1...AACEncoder.maxChannels, unit: ""),
+                help: "Audio channels ({range}; each recorded full-band: 3 are front left, right and centre).",
+                doc: "Audio channels ({range}). Each is recorded full-band (3 are front left, right and centre); 6 to 8 are not offered: AAC would code one of them as a low-passed LFE.")
         case .standby:
             return SettingSpec(.sources, \.standby, .bool(false), .boolean,
                 serveOnly: true, help: "Keep the camera and microphone open and streaming while idle (nothing is encoded or stored), so that 'start' records from the next frame and 'snapshot' answers at once: true or false.",

@@ -17,6 +17,9 @@ public struct AACStream: Sendable {
 }
 
 public final class AACEncoder {
+    /// The most channels Reel records, each full-band (`ChannelLayout`: from 6 on, FFmpeg's layouts
+    /// carry an LFE, which AAC low-passes).
+    public static var maxChannels: Int { ChannelLayout.maxChannels }
     public static let sampleRates = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350]
 
     public let format: AudioFormat
@@ -52,7 +55,9 @@ public final class AACEncoder {
         guard Self.sampleRates.contains(format.sampleRate) else {
             throw MediaError("\(what): sample rate \(format.sampleRate) Hz is not an AAC rate (valid: \(Self.sampleRates.map(String.init).joined(separator: ", ")))")
         }
-        guard (1...8).contains(format.channels) else { throw MediaError("\(what): \(format.channels) channels; AAC supports 1...8") }
+        guard (1...ChannelLayout.maxChannels).contains(format.channels) else {
+            throw MediaError("\(what): \(format.channels) channels; Reel records 1 to \(ChannelLayout.maxChannels), each full-band (6 to 8 would make one a low-passed LFE)")
+        }
         guard settings.bitrate > 0 else { throw MediaError("\(what): bitrate \(settings.bitrate) must be positive") }
         guard let codec = avcodec_find_encoder_by_name("aac") else {
             throw MediaError("\(what): this libavcodec has no native 'aac' encoder")
@@ -61,7 +66,7 @@ public final class AACEncoder {
         let c = ctx.p
         c.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
         c.pointee.sample_rate = Int32(format.sampleRate)
-        av_channel_layout_default(&c.pointee.ch_layout, Int32(format.channels))
+        ChannelLayout.set(&c.pointee.ch_layout, channels: format.channels)
         bitrate = min(settings.bitrate, Self.maxBitrate(format))
         c.pointee.bit_rate = Int64(bitrate)
         c.pointee.time_base = AVRational(num: 1, den: Int32(format.sampleRate))
@@ -71,7 +76,7 @@ public final class AACEncoder {
 
         var swrp: OpaquePointer? = nil
         var inLayout = AVChannelLayout()
-        av_channel_layout_default(&inLayout, Int32(format.channels))
+        ChannelLayout.set(&inLayout, channels: format.channels)
         try checkAV(swr_alloc_set_opts2(&swrp, &c.pointee.ch_layout, AV_SAMPLE_FMT_FLTP, c.pointee.sample_rate,
                                         &inLayout, AV_SAMPLE_FMT_S16, c.pointee.sample_rate, 0, nil),
                     "\(what): cannot configure libswresample S16 -> FLTP")

@@ -22,8 +22,8 @@ public final class DriftResampler {
         let what = "cannot set up audio drift compensation (\(format.sampleRate) Hz, \(format.channels) ch)"
         self.format = format
         var outLayout = AVChannelLayout(), inLayout = AVChannelLayout()
-        av_channel_layout_default(&outLayout, Int32(format.channels))
-        av_channel_layout_default(&inLayout, Int32(format.channels))
+        ChannelLayout.set(&outLayout, channels: format.channels)
+        ChannelLayout.set(&inLayout, channels: format.channels)
         var p: OpaquePointer? = nil
         try checkAV(swr_alloc_set_opts2(&p, &outLayout, AV_SAMPLE_FMT_S16, Int32(format.sampleRate),
                                         &inLayout, AV_SAMPLE_FMT_S16, Int32(format.sampleRate), 0, nil), what)

@@ -259,7 +259,7 @@ public final class MP4Writer: @unchecked Sendable {
             par.pointee.codec_id = AV_CODEC_ID_AAC
             par.pointee.profile = FF_PROFILE_AAC_LOW
             par.pointee.sample_rate = Int32(a.format.sampleRate)
-            av_channel_layout_default(&par.pointee.ch_layout, Int32(a.format.channels))
+            ChannelLayout.set(&par.pointee.ch_layout, channels: a.format.channels)
             par.pointee.frame_size = Int32(a.frameSize)
             par.pointee.initial_padding = Int32(a.initialPadding)
             audio = Track(index: st.pointee.index, timeBase: a.timeBase, name: "audio")

@@ -132,8 +132,8 @@ final class ConfigTests: XCTestCase {
     }
 
     func testBadValueAndWrongTypeNameFileLineAndKey() throws {
-        let p1 = try file("channels = 9\n")
-        XCTAssertEqual(error(p1), "\(p1):1: key 'channels': 9 is out of range (use 1 to 8)")
+        let p1 = try file("channels = 6\n")
+        XCTAssertEqual(error(p1), "\(p1):1: key 'channels': 6 is out of range (use 1 to 5)")
         let p2 = try file("\nsize = 640\n")
         XCTAssertEqual(error(p2), "\(p2):2: key 'size': expected a string (in quotes), found an integer")
         let p3 = try file("on_finish = [\"upload.sh\"]\n")

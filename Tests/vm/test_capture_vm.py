@@ -51,11 +51,15 @@ JOINS_SECONDS = 75  # long enough for the slowest run seen (reelctl at 4 s a cal
 JOINS_CAP = 5.0     # capture-record.sh: reelctl start --name joins-cap --max-duration 5
 
 
+JOINS_CHANNELS = {"tone": 0, "noise": 1, "speech": 2}
+
+
 def joins_source(path):
-    """capture-record.sh's last part plays this (issue 23): a 347 Hz tone left, pink noise right,
-    S16 48 kHz. Returns the samples as written (float, (n, 2))."""
+    """capture-record.sh's last part plays this (issue 23): three channels, S16 48 kHz: a 347 Hz
+    tone, pink noise and espeak-ng's speech (scripts/join_audio.py). Returns the samples as
+    written (float, (n, 3))."""
     n = JOINS_SECONDS * RATE
-    pcm = ja.write_wav(path, [ja.tone(n, RATE), ja.pink_noise(n, RATE)], RATE)
+    pcm = ja.write_wav(path, [ja.tone(n, RATE), ja.pink_noise(n, RATE), ja.speech(n, RATE)], RATE)
     return pcm.astype(np.float64) / 32768.0
 
 
@@ -276,20 +280,30 @@ def judge_joins(host, src, problems):
     # The loopback's periods are stamped as they arrive: the audio's join may sit off the
     # chapter's, as a pause's cut may off its instant here: by a frame (10 fps) and 20 ms. Seen
     # on a busy host: 18 to 73 ms.
-    rep = ja.check(host, {"tone": 0, "noise": 1, "src": src}, rate_expected=RATE, join_tol_s=0.12)
+    rep = ja.check(host, {**JOINS_CHANNELS, "src": src}, rate_expected=RATE, join_tol_s=0.12)
     print(os.path.basename(host), "joins:", ja.format_figures(rep), "lags:", rep["lags"],
           "corr:", [round(c, 3) for c in rep["corr"]])
     problems += [f"{os.path.basename(host)}: {p}" for p in rep["problems"]]
+    # Every channel at its level: a channel coded as LFE (FFmpeg's 2.1 for 3 channels) came back
+    # low-passed, speech 10.7 dB down, and quiet enough that no join was judged.
+    x, _, _ = ja.decode(host)
+    for name, ch in JOINS_CHANNELS.items():
+        got = 20 * np.log10(np.sqrt(np.mean(x[:, ch] ** 2)) + 1e-12)
+        want = 20 * np.log10(np.sqrt(np.mean(src[:, ch] ** 2)) + 1e-12)
+        print(f"{os.path.basename(host)}: {name} at {got:.1f} dBFS, the source at {want:.1f}")
+        if abs(got - want) > 2.0:
+            problems.append(f"{os.path.basename(host)}: the {name} channel came back at {got:.1f} dBFS, "
+                            f"the source is {want:.1f} dBFS (limit +-2 dB)")
     return rep
 
 
 def test_joins_click_free_through_snd_aloop(capture, joins_wav):
-    """capture-record.sh's last part (issue 23): a 347 Hz tone and pink noise played into
-    snd-aloop and recorded in stereo. joins.mp4: a pause/resume, a take undone while recording,
+    """capture-record.sh's last part (issue 23): a 347 Hz tone, pink noise and speech played into
+    snd-aloop and recorded in three channels. joins.mp4: a pause/resume, a take undone while recording,
     one undone while paused, a stop while paused; joins-cap.mp4: a pause/resume and the 5 s cap
     ending the second take. At every join (the chapters'): the tone's second difference within
-    10 ms <= 3x its 99.9th percentile elsewhere, the noise's 4 ms level within 6 dB of its
-    median, and the noise changes take where the chapter says (scripts/join_audio.py). Audio and
+    10 ms <= 3x its 99.9th percentile elsewhere (the speech's too, where it sounds on both
+    sides), the noise's 4 ms level within 6 dB of its median, and the noise changes take where the chapter says (scripts/join_audio.py). Audio and
     the takes (status) end within one AAC frame of each other (joins-cap.mp4: of the cap), and on
     the same sample after the stop while paused (new with issue 23). Every failing figure is
     listed before the test fails."""

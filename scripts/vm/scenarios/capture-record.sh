@@ -5,8 +5,8 @@
 # a --duration 3600 one-shot recording it finishes the file at the next frame, as `stop` does for
 # the daemon. times.txt 'sigterm T1 T2 RC': the signal sent at T1, reeld record's exit (status RC)
 # seen at T2. A reeld record that ignored it is killed after 60 s (RC 137).
-# Last, the sound of the joins (issue 23): /in/joins.wav (a 347 Hz tone left, pink noise right)
-# into the loopback, recorded in stereo: joins.mp4 with a pause/resume, a take undone while
+# Last, the sound of the joins (issue 23): /in/joins.wav (three channels: a 347 Hz tone, pink
+# noise, espeak-ng's speech) into the loopback, recorded in three channels: joins.mp4 with a pause/resume, a take undone while
 # recording, a take undone while paused and a stop while paused; joins-cap.mp4 with a pause/resume
 # and the length cap ending its second take. times.txt names these j*.
 capture_setup
@@ -56,7 +56,7 @@ echo "play-joins $(now) $(now) 0" >> "$OUT/times.txt"
 aplay -q -D "$SPEAKER" "$IN/joins.wav" 2>>"$OUT/aplay-joins.log" &
 APLAY_PID=$!
 reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size 320x180 --fps 10 --pixel-format yuyv --preset $PRESET \
-    --sample-rate 48000 --channels 2 --audio-bitrate 256000
+    --sample-rate 48000 --channels 3 --audio-bitrate 288000
 # Each step waits for the previous reply, then this long (reelctl takes 0.4-4 s under TCG on a
 # busy host: a schedule in absolute times fell behind and let the cap end the recording early).
 step() { sleep "$1"; shift; timed "$@"; }

@@ -8,7 +8,7 @@ PYTHON ?= /usr/bin/python3
 SWIFT ?= swift
 RELEASE_BIN := $(CURDIR)/.build/release
 DEB_PACKAGES := pkg-config libx264-dev libavformat-dev libavcodec-dev libavutil-dev libswresample-dev \
-                libyuv-dev libv4l-dev libasound2-dev libturbojpeg0-dev libsystemd-dev v4l-utils alsa-utils \
+                libyuv-dev libv4l-dev libasound2-dev libturbojpeg0-dev libsystemd-dev libevdev-dev v4l-utils alsa-utils \
                 ffmpeg x264 python3 python3-numpy python3-pytest python3-pytest-xdist python3-prometheus-client systemd \
                 gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-libav mediainfo chromium espeak-ng
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -25,6 +25,7 @@ deps:
 build: deps
 	$(SWIFT) build -c release --product reeld
 	$(SWIFT) build -c release --product reelctl
+	$(SWIFT) build -c release --product reel-button
 
 build-debug: deps
 	$(SWIFT) build --build-tests
@@ -99,6 +100,10 @@ install-files:
 	  systemd/reeld.service > $(DESTDIR)$(UNITDIR)/reeld.service
 	sed -e 's|/etc/reel/|$(SYSCONFDIR)/reel/|g' systemd/reeld.socket > $(DESTDIR)$(UNITDIR)/reeld.socket
 	chmod 0644 $(DESTDIR)$(UNITDIR)/reeld.service $(DESTDIR)$(UNITDIR)/reeld.socket
+	install -m 0755 $(BIN_SRC)/reel-button $(DESTDIR)$(BINDIR)/
+	sed -e 's|/usr/local/bin/reel-button|$(BINDIR)/reel-button|' -e 's|/etc/reel/|$(SYSCONFDIR)/reel/|g' \
+	  systemd/reel-button@.service > $(DESTDIR)$(UNITDIR)/reel-button@.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/reel-button@.service
 	install -m 0644 systemd/reel.sysusers $(DESTDIR)$(SYSUSERSDIR)/reel.conf
 	install -m 0644 systemd/reel.tmpfiles $(DESTDIR)$(TMPFILESDIR)/reel.conf
 	if [ -e $(DESTDIR)$(SYSCONFDIR)/reel/reeld.toml ]; then \

@@ -114,15 +114,25 @@ struct ReeldLink: Sendable {
         return status
     }
 
+    /// The command connection is kept open and warm (a `status` every `keepAliveNs` while no
+    /// press comes: reeld closes a connection idle for 30 s), so a press pays no connect.
+    static let keepAliveNs: Nanos = 10_000_000_000
+
     private func sendCommands() {
-        var client: ControlClient?
-        while let next = commands.take(until: nil) {
+        var client: ControlClient? = try? ControlClient(path: socket)
+        while true {
+            guard let next = commands.take(until: SystemClock.now() + Self.keepAliveNs) else {
+                if client == nil { client = try? ControlClient(path: socket) }
+                if let c = client, (try? c.send(Request(id: 1, cmd: .status), timeoutMs: Self.replyTimeoutMs)) == nil { client = nil }
+                continue
+            }
             let (command, eventNs) = next
             let timeoutMs = command == .stop ? Self.stopTimeoutMs : Self.replyTimeoutMs
             let request = Request(id: 1, cmd: Command(rawValue: command.rawValue)!, timeoutMs: timeoutMs)
             var reply: Reply?
             var failure: String?
-            // A connection reeld closed meanwhile (it restarted) is made again, once.
+            // A connection reeld closed meanwhile (it restarted) is made again, once: the request
+            // never reached a reeld then. After a timeout or a bad reply it is not sent again.
             for attempt in 0..<2 where reply == nil {
                 do {
                     if client == nil { client = try ControlClient(path: socket) }
@@ -130,7 +140,8 @@ struct ReeldLink: Sendable {
                 } catch {
                     client = nil
                     failure = "\(command.rawValue) not sent: reeld unreachable on \(socket): \(error)"
-                    if attempt == 0, let e = error as? SocketError, e.kind == .cannotConnect { break }
+                    let closed = (error as? SocketError).map { $0.kind == .connectionClosed || $0.kind == .io } ?? false
+                    if attempt == 0, !closed { break }
                 }
             }
             let repliedNs = SystemClock.now()
@@ -140,10 +151,10 @@ struct ReeldLink: Sendable {
             }
             // reeld's own word on its state after the command settles what was believed (the
             // main loop takes it once no other command is in flight).
-            if reply != nil {
-                state = (try? Self.status(socket))?.state ?? state
+            if reply != nil, let c = client, let status = try? c.send(Request(id: 2, cmd: .status), timeoutMs: Self.replyTimeoutMs).status {
+                state = status.state
             }
-            let error = reply.flatMap { $0.ok ? nil : ($0.error?.message ?? "reeld refused \(command.rawValue)") } ?? failure
+            let error: String? = reply.map { $0.ok ? nil : ($0.error?.message ?? "reeld refused \(command.rawValue)") } ?? failure
             mailbox.post(.replied(command, ok: reply?.ok ?? false, state: state, error: error, eventNs: eventNs,
                                   repliedNs: repliedNs, startNs: reply?.startNs))
         }

@@ -12,7 +12,8 @@
  * LOG gets one line per action and per LED change the device is sent, each with CLOCK_MONOTONIC
  * ns: "down SPACE T0 T1" (before and after the write: the input event's own timestamp lies
  * between), "led MISC VALUE T" (T: the LED event's own timestamp, as uinput stamps it),
- * "plug T eventN", "unplug T". The host reads it back. */
+ * "plug T eventN", "unplug T0 T1" (before and after UI_DEV_DESTROY: the device is gone from T0
+ * on for its readers, who see ENODEV while the kernel still tears it down). The host reads it back. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -101,10 +102,11 @@ static void plug(void) {
 static void unplug(void) {
     if (ufd < 0) return;
     unlink(link_path);
+    int64_t t0 = now_ns();
     if (ioctl(ufd, UI_DEV_DESTROY) < 0) die("UI_DEV_DESTROY");
     close(ufd);
     ufd = -1;
-    fprintf(logf, "unplug %lld\n", (long long)now_ns());
+    fprintf(logf, "unplug %lld %lld\n", (long long)t0, (long long)now_ns());
     fflush(logf);
 }
 

@@ -105,9 +105,12 @@ mark idle-2
 
 # 2. A long press of hold: starts, and stops at long_press_ms.
 pedal down SPACE
-sleep 1
-reelctl status --json > "$OUT/status-rec2.json"
-sleep 3
+# The first status with the first frame's capture instant (reelctl is slow to start under TCG).
+_n=20
+until reelctl status --json > "$OUT/status-rec2.json" && grep -q '"originNs":[0-9]' "$OUT/status-rec2.json"; do
+    _n=$((_n - 1)); [ $_n -gt 0 ] || break
+done
+sleep 4
 pedal up SPACE
 wait_state idle 60
 ls $REC/*.mp4 > "$OUT/files-2.txt"

@@ -147,10 +147,13 @@ struct ButtonLoop {
         case let .error(message):
             say("reeld reported: \(message)")
             machine.errorEvent(message)
-        case let .replied(command, ok, state, error, eventNs, repliedNs, startNs):
+        case let .replied(command, ok, state, error, eventNs, sentNs, repliedNs, startNs, originNs):
             machine.replied(command, ok: ok, state: state, error: error)
-            let start = startNs.map { " startNs=\($0) (\(ms($0 - eventNs)) ms after the press)" } ?? ""
-            say("\(command.rawValue) \(ok ? "done" : "failed") eventNs=\(eventNs) repliedNs=\(repliedNs) (\(ms(repliedNs - eventNs)) ms after the press)\(start)\(error.map { ": \($0)" } ?? "")")
+            // A start's path: the press, sent, reached reeld, the first frame captured, answered.
+            var times = "eventNs=\(eventNs) sentNs=\(sentNs) repliedNs=\(repliedNs) (\(ms(repliedNs - eventNs)) ms after the press)"
+            if let startNs { times += " startNs=\(startNs) (\(ms(startNs - eventNs)) ms)" }
+            if command == .start, let originNs { times += " originNs=\(originNs) (first frame \(ms(originNs - eventNs)) ms after the press)" }
+            say("\(command.rawValue) \(ok ? "done" : "failed") \(times)\(error.map { ": \($0)" } ?? "")")
         case .signal:
             break
         }
@@ -160,7 +163,7 @@ struct ButtonLoop {
         for t in out.taken {
             let name = InputDevice.keyName(t.code)
             let what = t.longPress ? "held \(config.settings.longPressNs / 1_000_000) ms" : t.pressed ? "pressed" : "released"
-            say("\(name) (\(t.role.rawValue)) \(what) eventNs=\(t.at)")
+            say("\(name) (\(t.role.rawValue)) \(what) eventNs=\(t.at) readNs=\(SystemClock.now())")
         }
         let eventNs = out.taken.last?.at ?? SystemClock.now()
         for c in out.commands {

@@ -11,7 +11,10 @@ enum Message: Sendable {
     case unreachable(String)
     case state(RecorderState)
     case error(String)
-    case replied(ButtonCommand, ok: Bool, state: RecorderState?, error: String?, eventNs: Nanos, repliedNs: Nanos, startNs: Nanos?)
+    /// A command's answer: `sentNs` when it went out, `startNs` (start) when it reached reeld,
+    /// `originNs` the recording's first frame's capture instant (from the status after it).
+    case replied(ButtonCommand, ok: Bool, state: RecorderState?, error: String?, eventNs: Nanos, sentNs: Nanos, repliedNs: Nanos,
+                 startNs: Nanos?, originNs: Nanos?)
     case signal(Int32)
 }
 
@@ -131,6 +134,7 @@ struct ReeldLink: Sendable {
             let request = Request(id: 1, cmd: Command(rawValue: command.rawValue)!, timeoutMs: timeoutMs)
             var reply: Reply?
             var failure: String?
+            let sentNs = SystemClock.now()
             // A connection reeld closed meanwhile (it restarted) is made again, once: the request
             // never reached a reeld then. After a timeout or a bad reply it is not sent again.
             for attempt in 0..<2 where reply == nil {
@@ -146,6 +150,7 @@ struct ReeldLink: Sendable {
             }
             let repliedNs = SystemClock.now()
             var state: RecorderState?
+            var originNs: Nanos?
             if let reply, reply.ok {
                 state = reply.status?.state ?? (command == .start ? .recording : nil)
             }
@@ -153,10 +158,11 @@ struct ReeldLink: Sendable {
             // main loop takes it once no other command is in flight).
             if reply != nil, let c = client, let status = try? c.send(Request(id: 2, cmd: .status), timeoutMs: Self.replyTimeoutMs).status {
                 state = status.state
+                originNs = status.originNs
             }
             let error: String? = reply.map { $0.ok ? nil : ($0.error?.message ?? "reeld refused \(command.rawValue)") } ?? failure
             mailbox.post(.replied(command, ok: reply?.ok ?? false, state: state, error: error, eventNs: eventNs,
-                                  repliedNs: repliedNs, startNs: reply?.startNs))
+                                  sentNs: sentNs, repliedNs: repliedNs, startNs: reply?.startNs, originNs: originNs))
         }
     }
 }

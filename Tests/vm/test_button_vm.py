@@ -81,21 +81,23 @@ def marks(res):
 
 
 def button_log(res):
-    """reel-button's presses and answers: {'press': [(key, role, what, eventNs)], 'done': [(cmd, ok, eventNs, repliedNs)]}."""
+    """reel-button's presses and answers: {'press': [(key, role, what, eventNs)],
+    'done': [(cmd, ok, eventNs, repliedNs, originNs or None)]}."""
     presses, done = [], []
     for line in res.text("button.log").splitlines():
         m = re.match(r"reel-button: (\S+) \((\w+)\) (pressed|released|held \d+ ms) eventNs=(\d+)", line)
         if m:
             presses.append((m[1], m[2], m[3], int(m[4])))
-        m = re.match(r"reel-button: (\w+) (done|failed) eventNs=(\d+) repliedNs=(\d+)", line)
+        m = re.match(r"reel-button: (\w+) (done|failed) eventNs=(\d+) sentNs=(\d+) repliedNs=(\d+)", line)
         if m:
-            done.append((m[1], m[2] == "done", int(m[3]), int(m[4])))
+            origin = re.search(r" originNs=(\d+)", line)
+            done.append((m[1], m[2] == "done", int(m[3]), int(m[5]), int(origin[1]) if origin else None))
     return {"press": presses, "done": done}
 
 
 def reaction(res, event_s):
     """Seconds from the input event at event_s (within 2 ms) to reeld's answer to its command."""
-    for cmd, ok, ev, rep in button_log(res)["done"]:
+    for cmd, ok, ev, rep, _ in button_log(res)["done"]:
         if abs(ev / 1e9 - event_s) < 0.002:
             return (rep - ev) / 1e9
     raise AssertionError(f"no command answered for the event at {event_s:.6f}: {button_log(res)['done']}")
@@ -221,7 +223,8 @@ def test_toggle_and_retake(run):
     assert len(downs) == 4, downs
     want = downs[3] - downs[2]
     length = take_length(pts, *spans[0])
-    assert abs(length - want) <= FRAME + 0.1, (length, want)
+    bound = FRAME + max(reaction(run, down_event(run, downs[2])), reaction(run, down_event(run, downs[3])))
+    assert abs(length - want) <= bound, (length, want, bound)
 
 
 def test_tally_led_follows_the_state(run):
@@ -248,16 +251,11 @@ def test_tally_led_follows_the_state(run):
 
 def test_press_to_first_frame_latency_with_standby(run):
     """docs/PERFORMANCE.md: from the pedal press (its input event's own timestamp) to the capture
-    of the first recorded frame (status originNs), with standby: at most one frame plus 10 ms."""
-    presses = [e for e in button_log(run)["press"] if e[0] == "KEY_SPACE" and e[2] == "pressed"]
-    figures = []
-    for status, press in (("status-rec1.json", presses[0]), ("status-rec2.json", None)):
-        st = json.loads(run.text(status))
-        if press is None:  # the long press: the first SPACE press after idle-2
-            idle2 = marks(run)["idle-2"]
-            press = next(p for p in presses if p[3] / 1e9 > idle2)
-        origin = st["originNs"]
-        figures.append((origin - press[3]) / 1e6)
+    of the first recorded frame (originNs, from the status reel-button asks after its start), with
+    standby: at most one frame plus 10 ms. Every start of the run (hold, long press, toggle)."""
+    starts = [(ev, origin) for cmd, ok, ev, rep, origin in button_log(run)["done"] if cmd == "start" and ok]
+    assert len(starts) == 3 and all(o is not None for _, o in starts), starts
+    figures = [round((o - ev) / 1e6, 1) for ev, o in starts]
     print(f"press to first frame: {figures} ms (limit {FRAME * 1000 + 10:.0f} ms)")
     assert all(0 <= f <= FRAME * 1000 + 10 for f in figures), figures
 

@@ -154,6 +154,8 @@ struct ButtonLoop {
             if let startNs { times += " startNs=\(startNs) (\(ms(startNs - eventNs)) ms)" }
             if command == .start, let originNs { times += " originNs=\(originNs) (first frame \(ms(originNs - eventNs)) ms after the press)" }
             say("\(command.rawValue) \(ok ? "done" : "failed") \(times)\(error.map { ": \($0)" } ?? "")")
+        case let .firstFrame(eventNs, originNs):
+            say("start's first frame eventNs=\(eventNs) originNs=\(originNs) (first frame \(ms(originNs - eventNs)) ms after the press)")
         case .signal:
             break
         }

@@ -15,6 +15,9 @@ enum Message: Sendable {
     /// `originNs` the recording's first frame's capture instant (from the status after it).
     case replied(ButtonCommand, ok: Bool, state: RecorderState?, error: String?, eventNs: Nanos, sentNs: Nanos, repliedNs: Nanos,
                  startNs: Nanos?, originNs: Nanos?)
+    /// A start's first frame, captured at `originNs`, learnt after its answer (the pipeline had
+    /// not taken the frame yet when the status after the start was asked).
+    case firstFrame(eventNs: Nanos, originNs: Nanos)
     case signal(Int32)
 }
 
@@ -123,12 +126,27 @@ struct ReeldLink: Sendable {
 
     private func sendCommands() {
         var client: ControlClient? = try? ControlClient(path: socket)
+        // A start whose first frame's capture instant is not known yet: asked again every 50 ms
+        // while no press comes, for up to 5 s (for the log only).
+        var awaitingOrigin: (eventNs: Nanos, until: Nanos)?
         while true {
-            guard let next = commands.take(until: SystemClock.now() + Self.keepAliveNs) else {
+            let now = SystemClock.now()
+            let wait = awaitingOrigin.map { _ in now + 50_000_000 } ?? now + Self.keepAliveNs
+            guard let next = commands.take(until: wait) else {
                 if client == nil { client = try? ControlClient(path: socket) }
-                if let c = client, (try? c.send(Request(id: 1, cmd: .status), timeoutMs: Self.replyTimeoutMs)) == nil { client = nil }
+                let status = client.flatMap { try? $0.send(Request(id: 1, cmd: .status), timeoutMs: Self.replyTimeoutMs) }
+                if status == nil { client = nil }
+                if let a = awaitingOrigin {
+                    if let origin = status?.status?.originNs {
+                        mailbox.post(.firstFrame(eventNs: a.eventNs, originNs: origin))
+                        awaitingOrigin = nil
+                    } else if SystemClock.now() > a.until || status?.status?.state == .idle {
+                        awaitingOrigin = nil
+                    }
+                }
                 continue
             }
+            awaitingOrigin = nil
             let (command, eventNs) = next
             let timeoutMs = command == .stop ? Self.stopTimeoutMs : Self.replyTimeoutMs
             let request = Request(id: 1, cmd: Command(rawValue: command.rawValue)!, timeoutMs: timeoutMs)
@@ -160,6 +178,7 @@ struct ReeldLink: Sendable {
                 state = status.state
                 originNs = status.originNs
             }
+            if command == .start, reply?.ok == true, originNs == nil { awaitingOrigin = (eventNs, SystemClock.now() + 5_000_000_000) }
             let error: String? = reply.map { $0.ok ? nil : ($0.error?.message ?? "reeld refused \(command.rawValue)") } ?? failure
             mailbox.post(.replied(command, ok: reply?.ok ?? false, state: state, error: error, eventNs: eventNs,
                                   sentNs: sentNs, repliedNs: repliedNs, startNs: reply?.startNs, originNs: originNs))

@@ -92,6 +92,10 @@ def button_log(res):
         if m:
             origin = re.search(r" originNs=(\d+)", line)
             done.append((m[1], m[2] == "done", int(m[3]), int(m[5]), int(origin[1]) if origin else None))
+        # A start's first frame learnt after its answer.
+        m = re.match(r"reel-button: start's first frame eventNs=(\d+) originNs=(\d+)", line)
+        if m:
+            done = [(c, ok, ev, rep, int(m[2]) if c == "start" and ev == int(m[1]) else o) for c, ok, ev, rep, o in done]
     return {"press": presses, "done": done}
 
 

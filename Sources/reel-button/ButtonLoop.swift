@@ -161,18 +161,18 @@ struct ButtonLoop {
         }
     }
 
+    /// Sends the commands first, then logs: a slow log (a journal under load) is not in a press's path.
     private mutating func dispatch(_ out: ButtonMachine.Output) {
+        let eventNs = out.taken.last?.at ?? SystemClock.now()
+        let readNs = SystemClock.now()
+        for c in out.commands where !link.send(c, eventNs: eventNs) {
+            say("\(c.rawValue) dropped: 64 commands wait for reeld already (is it stuck? see 'journalctl -u reeld')")
+            machine.replied(c, ok: false, state: nil, error: "reeld is not answering")
+        }
         for t in out.taken {
             let name = InputDevice.keyName(t.code)
             let what = t.longPress ? "held \(config.settings.longPressNs / 1_000_000) ms" : t.pressed ? "pressed" : "released"
-            say("\(name) (\(t.role.rawValue)) \(what) eventNs=\(t.at) readNs=\(SystemClock.now())")
-        }
-        let eventNs = out.taken.last?.at ?? SystemClock.now()
-        for c in out.commands {
-            if !link.send(c, eventNs: eventNs) {
-                say("\(c.rawValue) dropped: 64 commands wait for reeld already (is it stuck? see 'journalctl -u reeld')")
-                machine.replied(c, ok: false, state: nil, error: "reeld is not answering")
-            }
+            say("\(name) (\(t.role.rawValue)) \(what) eventNs=\(t.at) readNs=\(readNs)")
         }
     }
 

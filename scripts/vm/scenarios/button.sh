@@ -35,8 +35,8 @@ tap() { hold "$1" 0.1; }
 # wait_log TEXT COUNT SECONDS: until reel-button's log has COUNT lines with TEXT.
 wait_log() {
     _n=$(( $3 * 10 ))
-    until [ "$(grep -c "$1" "$OUT/button.log" 2>/dev/null || true)" -ge "$2" ]; do
-        _n=$((_n - 1)); [ $_n -gt 0 ] || { log "reel-button did not log '$1' $2 times within $3 s"; cat "$OUT/button.log"; return 1; }
+    until [ "$(grep -c "$1" "$BLOG" 2>/dev/null || true)" -ge "$2" ]; do
+        _n=$((_n - 1)); [ $_n -gt 0 ] || { log "reel-button did not log '$1' $2 times within $3 s"; cat "$BLOG"; return 1; }
         sleep 0.05
     done
 }
@@ -54,6 +54,10 @@ start_reeld() {
     wait_standby warm 30
 }
 
+# reel-button's log goes to the guest's tmpfs (a 9p write under emulation can take tens of ms),
+# copied to /out at the end, however the scenario ends.
+BLOG=/tmp/button.log
+trap 'cp "$BLOG" "$OUT/button.log" 2>/dev/null || true' EXIT
 pedal plug
 wait_for $DEV 10
 start_reeld
@@ -63,7 +67,7 @@ _rc=0; "$REEL_BUTTON" --device $DEV --config /tmp/bad.toml 2> "$OUT/bad.err" || 
 cat "$OUT/bad.err"
 "$REEL_BUTTON" --help > "$OUT/help.txt"
 
-"$REEL_BUTTON" --device $DEV --config /tmp/button.toml > "$OUT/button.log" 2>&1 &
+"$REEL_BUTTON" --device $DEV --config /tmp/button.toml > "$BLOG" 2>&1 &
 BUTTON_PID=$!
 wait_log "connected to reeld" 1 20
 wait_log "opened $DEV" 1 20
@@ -145,4 +149,5 @@ wait $PEDAL_PID || true
 reeld_stop
 ls -l $REC
 collect
-cat "$OUT/button.log"
+cat "$BLOG"
+cp "$BLOG" "$OUT/button.log"

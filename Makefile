@@ -8,7 +8,7 @@ PYTHON ?= /usr/bin/python3
 SWIFT ?= swift
 RELEASE_BIN := $(CURDIR)/.build/release
 DEB_PACKAGES := pkg-config libx264-dev libavformat-dev libavcodec-dev libavutil-dev libswresample-dev \
-                libyuv-dev libv4l-dev libasound2-dev libturbojpeg0-dev libsystemd-dev libcrypt-dev v4l-utils alsa-utils \
+                libyuv-dev libv4l-dev libasound2-dev libturbojpeg0-dev libsystemd-dev libcrypt-dev libevdev-dev v4l-utils alsa-utils \
                 ffmpeg x264 python3 python3-numpy python3-pytest python3-pytest-xdist python3-prometheus-client systemd \
                 gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-libav mediainfo chromium espeak-ng \
                 chromium-driver python3-selenium
@@ -27,6 +27,7 @@ build: deps
 	$(SWIFT) build -c release --product reeld
 	$(SWIFT) build -c release --product reelctl
 	$(SWIFT) build -c release --product reel-web
+	$(SWIFT) build -c release --product reel-button
 
 build-debug: deps
 	$(SWIFT) build --build-tests
@@ -113,6 +114,10 @@ install-files:
 	chmod 0644 $(DESTDIR)$(UNITDIR)/reeld.service $(DESTDIR)$(UNITDIR)/reeld.socket $(DESTDIR)$(UNITDIR)/reel-web.service
 	install -d $(DESTDIR)$(DATADIR)/reel/web
 	install -m 0644 Sources/ReelWeb/Web/* $(DESTDIR)$(DATADIR)/reel/web/
+	install -m 0755 $(BIN_SRC)/reel-button $(DESTDIR)$(BINDIR)/
+	sed -e 's|/usr/local/bin/reel-button|$(BINDIR)/reel-button|' -e 's|/etc/reel/|$(SYSCONFDIR)/reel/|g' \
+	  systemd/reel-button@.service > $(DESTDIR)$(UNITDIR)/reel-button@.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/reel-button@.service
 	install -m 0644 systemd/reel.sysusers $(DESTDIR)$(SYSUSERSDIR)/reel.conf
 	install -m 0644 systemd/reel.tmpfiles $(DESTDIR)$(TMPFILESDIR)/reel.conf
 	if [ -e $(DESTDIR)$(SYSCONFDIR)/reel/reeld.toml ]; then \

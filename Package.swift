@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "reeld", targets: ["reeld"]),
         .executable(name: "reelctl", targets: ["reelctl"]),
         .executable(name: "reel-web", targets: ["reel-web"]),
+        .executable(name: "reel-button", targets: ["reel-button"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -38,6 +39,8 @@ let package = Package(
                        providers: [.apt(["libcrypt-dev"])]),
         .systemLibrary(name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd",
                        providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CEvdev", path: "Sources/CEvdev", pkgConfig: "libevdev",
+                       providers: [.apt(["libevdev-dev"])]),
         // What Swift cannot import (function-like macros, va_list callbacks, _GNU_SOURCE calls), as
         // creel_* functions: one C shim per library. V4L2's are static inlines in its shim.h;
         // these need C code.
@@ -120,6 +123,13 @@ let package = Package(
                                          .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                          .product(name: "Logging", package: "swift-log")],
                           path: "Sources/reel-web"),
+        // --- reel-button: a pedal or keyboard (libevdev) as reeld's remote, with a tally LED. Its
+        // decisions (ReelButton: debounce, hold, long press, the LED's pattern) are pure. ---
+        .target(name: "ReelButton", dependencies: ["ReelCore", "ReelConfig", "ReelControl"], path: "Sources/ReelButton"),
+        .executableTarget(name: "reel-button",
+                          dependencies: ["ReelButton", "ReelConfig", "ReelControl", "ReelSystem", "ReelCore", "CEvdev",
+                                         .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                          path: "Sources/reel-button"),
 
         // --- Fuzzing (`make fuzz`): the checks, and one libFuzzer entry point per parser; built
         // normally they replay files through the same checks (Tests/fuzz, docs/RELIABILITY.md). ---
@@ -141,6 +151,7 @@ let package = Package(
         .testTarget(name: "ReelctlTests", dependencies: ["reelctl", "ReelControl", "ReelCore"], path: "Tests/ReelctlTests"),
         .testTarget(name: "ReelVerifyTests", dependencies: ["ReelVerify", "ReelCore"], path: "Tests/ReelVerifyTests"),
         .testTarget(name: "ReelWebTests", dependencies: ["ReelWeb", "ReelControl", "ReelConfig", "ReelCore"], path: "Tests/ReelWebTests"),
+        .testTarget(name: "ReelButtonTests", dependencies: ["ReelButton", "ReelConfig", "ReelControl", "ReelCore"], path: "Tests/ReelButtonTests"),
         .testTarget(name: "ReelFuzzTests", dependencies: ["ReelFuzz", "ReelConfig", "ReelControl", "ReelMedia"], path: "Tests/ReelFuzzTests"),
     ],
     swiftLanguageModes: [.v6]

@@ -37,6 +37,8 @@ extension DaemonSettings {
                 try applyCamera(table, origin: origin, path: path)
                 continue
             }
+            // [button] is reel-button's (Sources/ReelButton/ButtonConfig.swift), which checks it.
+            if key == Self.buttonTable, table.isOpenTable(key) { continue }
             guard let k = SettingKey(rawValue: key) else {
                 // A known key under a [table] header: reeld.toml has no tables.
                 if value.type == .table, let inner = value.tableKeys.sorted().first(where: { SettingKey(rawValue: $0) != nil }) {
@@ -85,6 +87,7 @@ extension DaemonSettings {
     }
 
     static let cameraTable = "camera"
+    static let buttonTable = "button"
 
     /// `[camera.controls]`: one `NAME = VALUE` per control, NAME as v4l2-ctl spells it, VALUE an
     /// integer, true/false or a string (a menu entry's name). Nothing else may be under `camera`.

@@ -29,7 +29,7 @@ public enum SettingDocs {
                 out += "\(key.rawValue) = \(toml(key.defaultValue, kind: key.kind))\n"
             }
         }
-        out += "\n" + cameraControlsDoc
+        out += "\n" + cameraControlsDoc + "\n" + buttonDoc
         return out
     }
 
@@ -47,6 +47,37 @@ public enum SettingDocs {
     # brightness = 140
     # white_balance_automatic = false
     # power_line_frequency = "50 Hz"
+
+    """
+
+    /// reel-button's table (Sources/ReelButton/ButtonConfig.swift reads it; reeld skips it), after
+    /// [camera.controls]'s example.
+    static let buttonDoc = """
+    # --- Button and tally light (reel-button) -----------------------------------------------------
+    # reel-button drives reeld with a foot pedal, a keyboard or any Linux input device, one per
+    # `systemctl enable --now reel-button@NAME` (NAME as in `ls /dev/input/by-id/`, e.g.
+    # usb-Pedal-event-kbd). reeld skips this table. Keys are named as the kernel names them
+    # (KEY_SPACE, BTN_0, KEY_F13; `evtest DEVICE` lists a device's), one name or an array of names:
+    #   hold:   press starts or resumes, release pauses
+    #   toggle: press starts, resumes or pauses
+    #   retake: press undoes the last take (a retake)
+    #   stop:   press stops and finishes the file
+    # long_press_ms: a hold key held this long stops (0: never), for a pedal with one key.
+    # debounce_ms: after a press or release, a key's bounces for this long are ignored.
+    # led: the tally light: on while recording, slow blink while paused, off while idle, fast blink
+    # when something is wrong (reeld unreachable, the device unplugged, an error, a command
+    # refused). The input device's own LED ("LED_MISC", "LED_CAPSL"), or a LED class device
+    # ("/sys/class/leds/tally", e.g. from dtoverlay=gpio-led on a Raspberry Pi; README); "" none.
+    # A key or LED the device does not offer stops reel-button with an error naming this file,
+    # the line and the names the device offers. For example:
+    [button]
+    hold = "KEY_SPACE"
+    # toggle = "BTN_0"
+    # retake = "KEY_BACKSPACE"
+    # stop = "KEY_ESC"
+    long_press_ms = 0
+    debounce_ms = 30
+    led = ""
 
     """
 

@@ -9,7 +9,7 @@
 /// inside tables (`tableEntries`, for `[camera.controls]`) are kept: reeld.toml holds strings,
 /// integers, booleans and arrays of strings; anything else (a float, a date, ...) is only
 /// recognised, so that the error can name what was found. Inside a table only the syntax is
-/// checked; reeld refuses any table but `[camera.controls]`, as an unknown key or a value of the wrong type.
+/// checked; reeld refuses any table but `[camera.controls]` (and `[button]`, reel-button's, which it skips), as an unknown key or a value of the wrong type.
 public struct TOMLDocument: Sendable {
     /// A value's TOML type, named as TOML (and TOMLKit) name it in messages.
     public enum ValueType: String, Sendable, CustomStringConvertible {

@@ -81,3 +81,16 @@ def test_sysusers_and_tmpfiles_parse(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert (root / "run" / "reel").is_dir() and (root / "var" / "lib" / "reel").is_dir()
+
+
+def test_button_unit_verifies_for_an_instance(reel_bin_dir, tmp_path):
+    """reel-button@.service, instantiated for a device name as README says, verifies clean with
+    ExecStart= at the built reel-button (a unit that cannot start would show here)."""
+    text = open(os.path.join(UNITS, "reel-button@.service")).read()
+    assert "--device /dev/input/by-id/%i" in text and "RestartPreventExitStatus=2" in text
+    text = text.replace("/usr/local/bin/reel-button", os.path.join(os.path.abspath(reel_bin_dir), "reel-button"))
+    (tmp_path / "reel-button@.service").write_text(text)
+    instance = tmp_path / "reel-button@usb-Pedal-event-kbd.service"
+    instance.symlink_to(tmp_path / "reel-button@.service")
+    p = subprocess.run(["systemd-analyze", "verify", str(instance)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and not p.stdout.strip() and not p.stderr.strip(), p.stdout + p.stderr

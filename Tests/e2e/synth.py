@@ -42,6 +42,18 @@ def video_frame_yuv420p(n, width, height, fps):
     return y.tobytes() + uv.tobytes()
 
 
+def read_strip(y):
+    """The timecode (ms) a luma plane's strip carries (what video_frame_yuv420p draws): 32 cells
+    across the top H/8 rows, MSB first, each read in its middle."""
+    h, w = y.shape
+    rows = y[h // 32: h // 8 - h // 32]
+    ms = 0
+    for i in range(32):
+        cell = rows[:, i * w // 32 + w // 128: (i + 1) * w // 32 - w // 128]
+        ms = ms * 2 + (1 if cell.mean() > 128 else 0)
+    return ms
+
+
 def audio_samples(m0, m1, rate, channels=1, ppm=0):
     """Source samples [m0, m1) as int16, shape (m1-m0, channels), per the contract."""
     m = np.arange(m0, m1, dtype=np.int64)

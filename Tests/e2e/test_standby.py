@@ -15,19 +15,10 @@ import time
 import numpy as np
 import pytest
 
+from synth import read_strip
+
 W, H, FPS = 320, 180, 30
 FRAME_NS = 1_000_000_000 // FPS
-
-
-def read_strip(y):
-    """The timecode (ms) of a luma plane: 32 cells across the top H/8 rows, MSB first."""
-    h, w = y.shape
-    rows = y[h // 32: h // 8 - h // 32]
-    ms = 0
-    for i in range(32):
-        cell = rows[:, i * w // 32 + w // 128: (i + 1) * w // 32 - w // 128]
-        ms = ms * 2 + (1 if cell.mean() > 128 else 0)
-    return ms
 
 
 def frame_of(ms):

@@ -22,17 +22,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 @pytest.fixture(scope="module")
 def run(vm_ready, reel_bin_dir):
-    # Where --with puts it in the guest: its real path (.build/release is a link).
-    button = os.path.realpath(os.path.join(reel_bin_dir, "reel-button"))
-    if not os.access(button, os.X_OK):
-        pytest.skip(f"{reel_bin_dir} lacks reel-button")
-    # Not under /tmp: the guest mounts a tmpfs there, over what --with put in.
+    # scripts/vm/run puts reel-button with reeld and reelctl in /usr/bin, and the pedal goes to
+    # /usr/local/bin: both off the guest's /tmp, a tmpfs that hid them when the checkout was
+    # under /tmp (CI's clean clone was).
+    assert os.access(os.path.join(reel_bin_dir, "reel-button"), os.X_OK), f"{reel_bin_dir} lacks reel-button"
     pedal = os.path.join(vmbed.REPO, ".build", "vm", "pedal")
     os.makedirs(os.path.dirname(pedal), exist_ok=True)
     subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-o", pedal, os.path.join(HERE, "pedal.c")], check=True)
     res = vmbed.run_scenario("button", bin_dir=reel_bin_dir, timeout=420,
-                             env={"REEL_BUTTON": button, "PEDAL": pedal, "FPS": FPS, "LONG_MS": LONG_MS},
-                             extra=["--with", button, "--with", pedal])
+                             env={"REEL_BUTTON": "/usr/bin/reel-button", "PEDAL": "/usr/local/bin/pedal",
+                                  "FPS": FPS, "LONG_MS": LONG_MS},
+                             files=[pedal + ":/usr/local/bin/pedal"])
     assert res.rc == 0, res.tail(80)
     return res
 

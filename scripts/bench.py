@@ -15,7 +15,8 @@ what the default fsync policy costs (BENCH_FSYNC=0 skips it; BENCH_FSYNC_DIR put
 on the disk to measure, default the temp dir). And finishing a long recording (BENCH_FINISH_HOURS,
 default 1; 0 skips it): the fragments of a 20 s 720p recording repeated to an hour (tfdt moved on),
 finished by reeld's start-up recovery; the finisher's time, and ffprobe's open + seek to the
-middle on the fragmented vs the finished file.
+middle on the fragmented vs the finished file. And the booth page (BENCH_BOOTH=0 skips it): reeld's
+extra CPU for one preview subscriber while recording 720p30, and reel-web's RSS with a viewer.
 
 This is a benchmark, not a test: targets are printed beside the measurements, never asserted.
 """
@@ -343,6 +344,65 @@ def bench_drift(bindir, seconds, ppm, lock):
     return sy["max_abs_offset_ms"], sy.get("offset_drift_ppm"), early, late, wall
 
 
+def cpu_ticks(pid):
+    """utime + stime of a process, in clock ticks (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def bench_booth(bindir, phase_s=10, phases=3):
+    """Issue 24: reeld's extra CPU for one 640 px 10 fps preview subscriber while recording 720p30
+    (phases without and with one, alternating, on the same recording), and reel-web's RSS signed
+    in, idle and with one viewer of /preview.mjpg. The latency and the page's load time come from
+    the browser tier (`make browser` prints them)."""
+    from web_harness import Web
+    hz = os.sysconf("SC_CLK_TCK")
+    r = Reeld(bindir, {"size": "1280x720", "fps": "30"}, "booth")
+    web = None
+    try:
+        r.ctl("start", "--name", "booth")
+        pid = r.proc.pid
+        without, with_one, frames = [], [], 0
+        for _ in range(phases):
+            t0, c0 = time.monotonic(), cpu_ticks(pid)
+            time.sleep(phase_s)   # a measured interval, not synchronisation
+            without.append((cpu_ticks(pid) - c0) / hz / (time.monotonic() - t0))
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(r.socket)
+            s.sendall(json.dumps({"v": 1, "id": 1, "cmd": "preview", "width": 640, "fps": 10}).encode() + b"\n")
+            f = s.makefile("rb")   # buffered: a frame's line is ~40 kB
+            assert json.loads(f.readline())["ok"]
+            t0, c0 = time.monotonic(), cpu_ticks(pid)
+            while time.monotonic() - t0 < phase_s:
+                if json.loads(f.readline()).get("event") == "preview":
+                    frames += 1
+            with_one.append((cpu_ticks(pid) - c0) / hz / (time.monotonic() - t0))
+            s.close()
+        extra = statistics.median(with_one) - statistics.median(without)
+        print(f"\nbooth page: reeld recording 1280x720 30 fps, {phases} phases of {phase_s} s each way: "
+              f"CPU {statistics.median(without):.1%} of a core without a preview subscriber, "
+              f"{statistics.median(with_one):.1%} with one at 640 px 10 fps ({frames / (phases * phase_s):.1f} frames/s): "
+              f"{extra:+.1%} of a core (target <= 5 %)")
+        web = Web(bindir, r.socket, r.out_dir, r.dir)
+        assert web.sign_in()[0] == 303
+        idle = rss_kib(web.proc.pid)
+        conn, resp = web.open_stream("/preview.mjpg?width=640&fps=10")
+        got, t0 = 0, time.monotonic()
+        while time.monotonic() - t0 < 5:
+            got += len(resp.read1(65536))
+        viewing = rss_kib(web.proc.pid)
+        conn.close()
+        print(f"  reel-web RSS: {idle / 1024:.1f} MiB signed in and idle, {viewing / 1024:.1f} MiB with one "
+              f"640 px 10 fps viewer ({got / 5 / 1024:.0f} KiB/s) (target < 40 MB)")
+        r.ctl("stop")
+    finally:
+        if web:
+            web.stop()
+        r.terminate()
+        r.close()
+
+
 def main():
     bindir = os.environ.get("REEL_BIN_DIR") or os.path.join(REPO, ".build", "release")
     print(f"machine: {os.cpu_count()} cores; {subprocess.run(['uname', '-sr'], capture_output=True, text=True).stdout.strip()}")
@@ -351,6 +411,8 @@ def main():
     if os.environ.get("BENCH_FSYNC", "1") == "1":
         bench_fsync(bindir)
     bench_control(bindir)
+    if os.environ.get("BENCH_BOOTH", "1") == "1":
+        bench_booth(bindir)
     hours = float(os.environ.get("BENCH_FINISH_HOURS", "1"))
     if hours > 0:
         bench_finish(bindir, hours)

@@ -23,6 +23,7 @@ E2E = os.path.join(REPO, "Tests", "e2e")   # web_harness.py; after this tier's o
 if E2E not in sys.path:
     sys.path.append(E2E)
 
+from reel_notes import note, summary  # noqa: E402,F401  (note: the fixture)
 from reel_harness import Reeld  # noqa: E402  (scripts/ is on sys.path above)
 
 PASSWORD = "booth test password"
@@ -200,15 +201,6 @@ def page_factory(booth):
         p.close()
 
 
-@pytest.fixture
-def note(request):
-    return lambda text: request.node.user_properties.append(("note", f"{request.node.name}: {text}"))
-
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    notes = [v for reports in terminalreporter.stats.values() for r in reports
-             if getattr(r, "when", None) == "call" for k, v in getattr(r, "user_properties", ()) if k == "note"]
-    if notes:
-        terminalreporter.section("reel browser measurements")
-        for n in notes:
-            terminalreporter.write_line(n)
+    summary(terminalreporter, "reel browser measurements")

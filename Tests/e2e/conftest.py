@@ -17,6 +17,7 @@ for p in (HERE, os.path.join(REPO, "scripts")):
         sys.path.insert(0, p)
 
 from reel_harness import Ctl, Reeld  # noqa: E402  (scripts/ is on sys.path above)
+from reel_notes import note, summary  # noqa: E402,F401  (note: the fixture)
 
 
 @pytest.fixture(scope="session")
@@ -66,17 +67,6 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "serial: a timing assertion; run alone, after the parallel part")
 
 
-@pytest.fixture
-def note(request):
-    """note(text): a line for the end-of-run summary (shown even when tests pass). Kept in the
-    test's user_properties, which pytest-xdist carries from its workers to the summary."""
-    return lambda text: request.node.user_properties.append(("note", f"{request.node.name}: {text}"))
-
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    notes = [v for reports in terminalreporter.stats.values() for r in reports
-             if getattr(r, "when", None) == "call" for k, v in getattr(r, "user_properties", ()) if k == "note"]
-    if notes:
-        terminalreporter.section("reel e2e measurements")
-        for n in notes:
-            terminalreporter.write_line(n)
+    summary(terminalreporter, "reel e2e measurements")

@@ -89,6 +89,14 @@ wait_state() {
         sleep 0.1
     done
 }
+# wait_standby STANDBY SECONDS: until reelctl status says standby is STANDBY (warm, failed).
+wait_standby() {
+    _n=$(( $2 * 10 ))
+    until reelctl status --json | grep -q "\"standby\":\"$1\""; do
+        _n=$((_n - 1)); [ $_n -gt 0 ] || { log "standby did not become $1 within $2 s"; reelctl status --json; return 1; }
+        sleep 0.1
+    done
+}
 CAM=/dev/video0 MIC=hw:Loopback,1,0 SPEAKER=hw:Loopback,0,0
 # capture_setup: recordings go to the guest's tmpfs (a capture box's local disk), not through
 # 9p, whose synchronous writes under emulation stall the pipeline; collect copies them to /out.

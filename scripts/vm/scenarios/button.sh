@@ -40,13 +40,6 @@ wait_log() {
         sleep 0.05
     done
 }
-wait_standby() {
-    _n=$(( $2 * 10 ))
-    until reelctl status --json | grep -q "\"standby\":\"$1\""; do
-        _n=$((_n - 1)); [ $_n -gt 0 ] || { log "standby did not become $1 within $2 s"; reelctl status --json; return 1; }
-        sleep 0.1
-    done
-}
 mark() { echo "$1 $(now)" >> "$OUT/marks.txt"; log "mark $1"; }
 start_reeld() {
     reeld_start --config /tmp/button.toml --output-dir $REC --video $CAM --audio none --size 320x180 --fps $FPS \

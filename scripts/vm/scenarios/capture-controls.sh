@@ -70,13 +70,6 @@ reeld_stop
 # camera unplugged while idle (vivid's platform device unbound: what a USB unplug does to V4L2):
 # status says so, a start is refused naming it; plugged back (bind), standby is warm again and a
 # recording works.
-wait_standby() {
-    _n=$(( $2 * 10 ))
-    until reelctl status --json | grep -q "\"standby\":\"$1\""; do
-        _n=$((_n - 1)); [ $_n -gt 0 ] || { log "standby did not become $1 within $2 s"; reelctl status --json; return 1; }
-        sleep 0.1
-    done
-}
 # A 3 s recording from warm devices, named $1: its start reply, a snapshot 2 s in and status then
 # (originNs: the first frame's capture instant), as $2-start.json, $2.jpg/.json, $2-status.json.
 record_warm() {

@@ -11,7 +11,7 @@ DEB_PACKAGES := pkg-config libx264-dev libavformat-dev libavcodec-dev libavutil-
                 libyuv-dev libv4l-dev libasound2-dev libturbojpeg0-dev libsystemd-dev libcrypt-dev libevdev-dev v4l-utils alsa-utils \
                 ffmpeg x264 python3 python3-numpy python3-pytest python3-pytest-xdist python3-prometheus-client systemd \
                 gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-libav mediainfo chromium espeak-ng \
-                chromium-driver python3-selenium
+                chromium-driver python3-selenium rclone
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Installs only what is missing (dpkg-query), so a second run costs nothing.

@@ -70,7 +70,12 @@ vm-run: vm-prepare
 
 # Every test: Swift unit and property tests, the end-to-end tests on the real binaries, then
 # the same binaries on real kernel drivers inside a VM (one build for all three).
-test: build-testable
+# The VM test bed is prepared (its packages downloaded, the kernel fetched, the initramfs built:
+# mostly network and disk) while the compiler has the CPU, not after it.
+test: deps
+	@mkdir -p .build; scripts/vm/prepare > .build/vm-prepare.log 2>&1 & prep=$$!; \
+	$(SWIFT) build $(TESTABLE) --build-tests; rc=$$?; \
+	wait $$prep || { rc=$$?; echo "scripts/vm/prepare failed:"; cat .build/vm-prepare.log; }; exit $$rc
 	$(SWIFT) test $(TESTABLE) --skip-build --disable-swift-testing
 	$(MAKE) --no-print-directory e2e-run
 	$(MAKE) --no-print-directory browser-run

@@ -4,7 +4,7 @@
 # on a schedule (hold key: press starts or resumes, release pauses), unplugged while paused and
 # while held, plugged back, stopped with its ESC key; then a long press of hold (start, and stop
 # at long_press_ms); then reeld stopped (unreachable: the LED blinks fast) and started again;
-# then toggle and retake. The pedal's log (its presses, and every LED event reel-button sent it,
+# then toggle and retake; then the same LED as a LED class device. The pedal's log (its presses, and every LED event reel-button sent it,
 # with CLOCK_MONOTONIC timestamps), reel-button's log and the recordings come back to the host.
 #   REEL_BUTTON, PEDAL: the two programs (copied in with --with)
 capture_setup
@@ -137,6 +137,34 @@ wait_state idle 60
 ls $REC/*.mp4 > "$OUT/files-4.txt"
 sleep 0.5
 mark end
+
+# 5. The tally on a LED class device: the pedal's LED as the kernel's input-leds shows it,
+# /sys/class/leds/inputN::misc (a GPIO LED from the gpio-led overlay is the same kind of device).
+# Writes to its brightness reach the pedal as LED events, so the pedal's log shows them as before.
+kill -TERM $BUTTON_PID
+wait $BUTTON_PID || true
+CLASS=
+for _d in /sys/class/leds/input*::misc; do
+    [ "$(cat "$_d/device/name" 2>/dev/null)" = "$NAME" ] && CLASS=$_d
+done
+[ -n "$CLASS" ] || { log "no LED class device for $NAME: $(ls /sys/class/leds)"; exit 1; }
+echo "$CLASS" > "$OUT/led-class.txt"
+sed "s|^led = .*|led = \"$CLASS\"|" /tmp/button.toml > /tmp/button-class.toml
+"$REEL_BUTTON" --device $DEV --config /tmp/button-class.toml >> "$BLOG" 2>&1 &
+BUTTON_PID=$!
+wait_log "connected to reeld" 3 30
+sleep 1.5
+mark class-idle
+tap BTN_0
+sleep 1.5
+mark class-recording
+tap BTN_0
+sleep 2.5
+mark class-paused
+tap ESC
+wait_state idle 60
+sleep 1.5
+mark class-end
 
 kill -TERM $BUTTON_PID
 wait $BUTTON_PID || true

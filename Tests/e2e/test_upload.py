@@ -348,7 +348,10 @@ def test_a_reeld_recording_arrives(reeld_with_outbox, reeld, tmp_path, server):
     r.ctl("start", "--name", "take")
     assert r.wait_notify_after(len(r.notifications), lambda l: l.startswith("STATUS=recording 00:00:01"), 15)
     final = r.ctl("stop").out.strip()
-    assert os.path.basename(final) == "take.mp4" and os.listdir(outbox) == ["take.mp4"]
+    assert os.path.basename(final) == "take.mp4"
+    # the link comes after the rename (issue 26's contract: before on_finish, not before stop's reply)
+    wait_until(lambda: os.listdir(outbox) == ["take.mp4"], 10, "reeld's link of take.mp4 in the outbox")
+    assert os.path.samefile(outbox / "take.mp4", final)
     rc, out, _ = run_upload(outbox, conf)
     assert rc == 0, out
     assert server.files("booth") == {"take.mp4": os.path.getsize(final)}
@@ -368,7 +371,8 @@ def test_a_recording_recovered_after_sigkill_arrives(reeld_with_outbox, reeld, t
     r.proc.wait()
     assert os.listdir(outbox) == [] and os.path.exists(out_dir / "cut.mp4.part")
     reeld("crash-again", size="160x90", fps="15", **opts)   # start-up recovery finishes cut.mp4 and links it
-    assert os.listdir(outbox) == ["cut.mp4"] and not os.path.exists(out_dir / "cut.mp4.part")
+    wait_until(lambda: os.listdir(outbox) == ["cut.mp4"], 10, "reeld's link of the recovered cut.mp4 in the outbox")
+    assert os.path.samefile(outbox / "cut.mp4", out_dir / "cut.mp4") and not os.path.exists(out_dir / "cut.mp4.part")
     rc, out, _ = run_upload(outbox, conf)
     assert rc == 0, out
     assert sha256(server.root / "booth" / "cut.mp4") == sha256(out_dir / "cut.mp4") and os.listdir(outbox) == []

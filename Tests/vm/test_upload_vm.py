@@ -47,7 +47,7 @@ def test_reeld_made_the_link(booted):
     _, f, _ = booted
     if f["linked_by"] != "reeld":
         pytest.skip("this reeld has no --outbox-dir yet (issue 26's outbox, branch outbox): the scenario linked the file itself")
-    assert f["linked_at_stop"] == "yes", "reeld had not linked take.mp4 into the outbox when `stop` answered"
+    assert f["linked_by_reeld"] == "yes", "reeld had not linked take.mp4 into the outbox 10 s after `stop` answered"
 
 
 def test_a_missing_rclone_conf_fails_the_unit_with_its_message(booted):

@@ -75,9 +75,15 @@ run reelctl start --name take
 wait_recorded 2
 run reelctl stop
 [ -f /var/lib/reel/take.mp4 ] || die "reelctl stop returned but /var/lib/reel/take.mp4 does not exist"
-# reeld links before `stop` answers: the link, or the upload it started, is there already.
-fact linked_at_stop "$([ -e $OUTBOX/take.mp4 ] || [ -e $FLEET/booth/take.mp4 ] && echo yes || echo no)"
-if [ $linked_by = scenario ]; then run ln /var/lib/reel/take.mp4 $OUTBOX/take.mp4; fi
+if [ $linked_by = scenario ]; then
+    run ln /var/lib/reel/take.mp4 $OUTBOX/take.mp4
+else
+    # reeld links after the rename, before on_finish: the link (or the upload it started
+    # already) within 10 s of stop's answer.
+    n=100
+    until [ -e $OUTBOX/take.mp4 ] || [ -e $FLEET/booth/take.mp4 ] || [ $n -eq 0 ]; do n=$((n - 1)); sleep 0.1; done
+    fact linked_by_reeld "$([ $n -gt 0 ] && echo yes || echo no)"
+fi
 linked_at=$(cut -d' ' -f1 /proc/uptime)
 n=600
 until [ -f $FLEET/booth/take.mp4 ] && [ -z "$(ls -A $OUTBOX)" ] && [ "$(systemctl is-active reel-upload.service)" != activating ]; do

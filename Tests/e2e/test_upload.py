@@ -12,10 +12,12 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 
 import pytest
+from pathlib import Path
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO, "scripts", "reel-upload")
@@ -282,6 +284,26 @@ def test_a_missing_outbox_fails_naming_it_and_the_setting(tmp_path):
     conf.write_text("[reel]\ntype = local\n")
     rc, out, _ = run_upload(tmp_path / "nowhere", conf, timeout=30)
     assert rc == 78 and f"the outbox {tmp_path / 'nowhere'} is not a directory" in out and "outbox_dir" in out, out
+
+
+def test_an_outbox_the_user_cannot_write_fails_naming_it(box):
+    rec = box[0]
+    # pytest's temp dirs are 0700: an outbox others can reach, as /var/lib/reel/outbox is
+    top = tempfile.mkdtemp(prefix="reel-upload-", dir="/tmp")
+    try:
+        os.chmod(top, 0o755)
+        outbox = Path(top) / "outbox"
+        outbox.mkdir()
+        os.chmod(outbox, 0o2770)
+        finished(rec, outbox, "a.mp4", 1000)
+        # as nobody, outside group reel (setpriv, util-linux)
+        p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", SCRIPT],
+                           capture_output=True, text=True, timeout=30, env=upload_env(outbox, box[2]))
+        assert p.returncode == 78, p.stdout + p.stderr
+        assert f"the outbox {outbox} is not readable and writable by nobody" in p.stderr, p.stderr
+        assert "2770 reel:reel" in p.stderr and os.listdir(outbox) == ["a.mp4"], p.stderr
+    finally:
+        shutil.rmtree(top)
 
 
 # --- The units ---------------------------------------------------------------------------------

@@ -15,9 +15,9 @@ import subprocess
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
-from pathlib import Path
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO, "scripts", "reel-upload")
@@ -87,8 +87,14 @@ class SFTPServer:
                 self.port = int(m.group(1))
                 break
         assert self.port and self.proc.poll() is None, "".join(seen)
+        # the rest of its log goes on to the file, so that a full pipe never stalls the server
+        threading.Thread(target=self._drain, args=(self.proc.stderr, seen), daemon=True).start()
+
+    def _drain(self, stream, seen):
         with open(self.log, "a") as f:
             f.writelines(seen)
+            for line in stream:
+                f.write(line)
 
     def kill(self):
         self.proc.kill()

@@ -37,7 +37,7 @@ def test_the_path_unit_uploads_a_finished_recording(booted):
     assert f["upload_result"] == "success", f
     # the timer was stopped before the recording and did not fire since: the path unit started it
     assert f["timer_last_after"] == f["timer_last_before"], f
-    assert float(f["upload_after_s"]) < 60, f
+    assert float(f["upload_after_s"]) < 120, f
     assert f["timer_state"] == "active", f
     msgs = messages(journal)
     assert any("take.mp4: " in m and ("Copied (new)" in m or "Moved" in m) for m in msgs), msgs[-20:]

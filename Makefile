@@ -98,14 +98,16 @@ UNITDIR := $(PREFIX)/lib/systemd/system
 SYSUSERSDIR := $(PREFIX)/lib/sysusers.d
 TMPFILESDIR := $(PREFIX)/lib/tmpfiles.d
 DATADIR := $(PREFIX)/share
+LIBREELDIR := $(PREFIX)/lib/reel
 # Where the binaries to install are (tests point it at a debug build).
 BIN_SRC ?= $(RELEASE_BIN)
 
 install: build install-files
 
 # Binaries, units (ExecStart= rewritten for PREFIX/SYSCONFDIR), sysusers, tmpfiles, the config
-# (an existing one is kept; the new default goes next to it as reeld.toml.new), completions, and
-# reel-web's page files in PREFIX/share/reel/web (where reel-web looks, beside its bin/).
+# (an existing one is kept; the new default goes next to it as reeld.toml.new), completions,
+# reel-web's page files in PREFIX/share/reel/web (where reel-web looks, beside its bin/), and the
+# upload units with their script in PREFIX/lib/reel and /etc/reel/upload.env (kept if present).
 install-files:
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
 	  $(DESTDIR)$(SYSCONFDIR)/reel $(DESTDIR)$(DATADIR)/bash-completion/completions \
@@ -123,6 +125,14 @@ install-files:
 	sed -e 's|/usr/local/bin/reel-button|$(BINDIR)/reel-button|' -e 's|/etc/reel/|$(SYSCONFDIR)/reel/|g' \
 	  systemd/reel-button@.service > $(DESTDIR)$(UNITDIR)/reel-button@.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/reel-button@.service
+	install -d $(DESTDIR)$(LIBREELDIR)
+	sed -e 's|/etc/reel/|$(SYSCONFDIR)/reel/|g' scripts/reel-upload > $(DESTDIR)$(LIBREELDIR)/reel-upload
+	chmod 0755 $(DESTDIR)$(LIBREELDIR)/reel-upload
+	sed -e 's|/usr/local/lib/reel/reel-upload|$(LIBREELDIR)/reel-upload|' -e 's|/etc/reel/|$(SYSCONFDIR)/reel/|g' \
+	  systemd/reel-upload.service > $(DESTDIR)$(UNITDIR)/reel-upload.service
+	install -m 0644 systemd/reel-upload.path systemd/reel-upload.timer $(DESTDIR)$(UNITDIR)/
+	chmod 0644 $(DESTDIR)$(UNITDIR)/reel-upload.service
+	[ -e $(DESTDIR)$(SYSCONFDIR)/reel/upload.env ] || install -m 0644 config/upload.env $(DESTDIR)$(SYSCONFDIR)/reel/upload.env
 	install -m 0644 systemd/reel.sysusers $(DESTDIR)$(SYSUSERSDIR)/reel.conf
 	install -m 0644 systemd/reel.tmpfiles $(DESTDIR)$(TMPFILESDIR)/reel.conf
 	if [ -e $(DESTDIR)$(SYSCONFDIR)/reel/reeld.toml ]; then \

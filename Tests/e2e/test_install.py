@@ -22,6 +22,9 @@ def test_install_tree(reel_bin_dir, tmp_path):
         "opt/reel/bin/reeld": 0o755, "opt/reel/bin/reelctl": 0o755, "opt/reel/bin/reel-web": 0o755,
         "opt/reel/lib/systemd/system/reeld.service": 0o644, "opt/reel/lib/systemd/system/reeld.socket": 0o644,
         "opt/reel/lib/systemd/system/reel-web.service": 0o644,
+        "opt/reel/lib/systemd/system/reel-upload.service": 0o644, "opt/reel/lib/systemd/system/reel-upload.path": 0o644,
+        "opt/reel/lib/systemd/system/reel-upload.timer": 0o644, "opt/reel/lib/reel/reel-upload": 0o755,
+        "etc/reel/upload.env": 0o644,
         "opt/reel/share/reel/web/index.html": 0o644, "opt/reel/share/reel/web/signin.html": 0o644,
         "opt/reel/lib/sysusers.d/reel.conf": 0o644, "opt/reel/lib/tmpfiles.d/reel.conf": 0o644,
         "etc/reel/reeld.toml": 0o644,
@@ -39,16 +42,21 @@ def test_install_tree(reel_bin_dir, tmp_path):
     web_unit = (dest / "opt/reel/lib/systemd/system/reel-web.service").read_text()
     assert "ExecStart=/opt/reel/bin/reel-web --listen 127.0.0.1:8080" in web_unit
     assert "LoadCredential=password:/etc/reel/web-password" in web_unit
+    upload_unit = (dest / "opt/reel/lib/systemd/system/reel-upload.service").read_text()
+    assert "ExecStart=/opt/reel/lib/reel/reel-upload\n" in upload_unit
+    assert "EnvironmentFile=-/etc/reel/upload.env" in upload_unit
+    assert "conf=${REEL_UPLOAD_CONFIG:-/etc/reel/rclone.conf}" in (dest / "opt/reel/lib/reel/reel-upload").read_text()
     assert "_reelctl" in (dest / "opt/reel/share/bash-completion/completions/reelctl").read_text()
     check = subprocess.run([str(dest / "opt/reel/bin/reeld"), "--check-config", "--config", str(dest / "etc/reel/reeld.toml")],
                            capture_output=True, text=True, timeout=30)
     assert check.returncode == 0, check.stderr
     # The units as installed verify (ExecStart points into DESTDIR for the check only).
-    for name in ("reeld.service", "reeld.socket", "reel-web.service"):
+    names = ("reeld.service", "reeld.socket", "reel-web.service", "reel-upload.service", "reel-upload.path", "reel-upload.timer")
+    for name in names:
         p = dest / "opt/reel/lib/systemd/system" / name
-        (tmp_path / name).write_text(p.read_text().replace("/opt/reel/bin/", str(dest / "opt/reel/bin") + "/"))
-    v = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "reeld.service"), str(tmp_path / "reeld.socket"),
-                        str(tmp_path / "reel-web.service")],
+        (tmp_path / name).write_text(p.read_text().replace("/opt/reel/bin/", str(dest / "opt/reel/bin") + "/")
+                                     .replace("/opt/reel/lib/reel/", str(dest / "opt/reel/lib/reel") + "/"))
+    v = subprocess.run(["systemd-analyze", "verify", *(str(tmp_path / n) for n in names)],
                        capture_output=True, text=True, timeout=60)
     assert v.returncode == 0 and not (v.stdout + v.stderr).strip(), v.stdout + v.stderr
 

@@ -9,11 +9,8 @@
 # -no-reboot then exits).
 set -uo pipefail
 exec > >(tee -a /out/inside.log) 2>&1
-export PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin
 REPO=$VM_HOST_REPO BIN=$VM_HOST_BIN
 
-log() { echo "[inside $(cut -d' ' -f1 /proc/uptime)] $*"; }
-fact() { echo "$1=$2" >> /out/facts.txt; log "fact $1=$2"; }
 collect() {
     journalctl -u reeld -u reeld.socket -o json --no-pager > /out/journal.json 2>/dev/null
     # The finished files, as README's journal query finds them (reeld's fields: RecordingLog.swift).
@@ -24,38 +21,10 @@ collect() {
     ls -la /var/lib/reel /run/reel /dev/video0 /dev/snd > /out/ls.txt 2>&1
     cp /var/lib/reel/*.mp4 /out/ 2>/dev/null
 }
-end() {
-    collect
-    log "exit status $1"
-    echo "$1" > /out/exit-status
-    sync
-    systemctl poweroff --force --force
-}
-die() { log "FAILED: $*"; end 1; exit 1; }
-run() { log "\$ $*"; "$@" || die "'$*' exited with status $?"; }
+. "$REPO/scripts/vm/guest/systemd-lib.sh"
 
 # mainpid: reeld's main PID (0 when not running).
 mainpid() { systemctl show -p MainPID --value reeld; }
-# status_field KEY: one field of `reelctl status --json`.
-status_field() { reelctl status --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
-# wait_recorded SECONDS: until the current recording holds SECONDS of media (polls status; 60 s limit).
-wait_recorded() {
-    local want_ns=$(( $1 * 1000000000 )) n=600 got
-    while :; do
-        got=$(status_field recordedNs) || die "reelctl status failed while waiting for $1 s of recording"
-        [ "$got" -ge "$want_ns" ] && return 0
-        n=$((n - 1)); [ $n -gt 0 ] || die "the recording did not reach $1 s within 60 s (at ${got} ns)"
-        sleep 0.1
-    done
-}
-# wait_state UNIT STATE: until `systemctl is-active UNIT` prints STATE (60 s limit).
-wait_state() {
-    local n=600
-    until [ "$(systemctl is-active "$1")" = "$2" ]; do
-        n=$((n - 1)); [ $n -gt 0 ] || die "$1 did not become $2 within 60 s (is $(systemctl is-active "$1"))"
-        sleep 0.1
-    done
-}
 
 log "systemd $(systemctl --version | head -1); repo $REPO; binaries $BIN"
 : > /out/facts.txt

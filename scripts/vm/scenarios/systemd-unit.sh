@@ -6,6 +6,8 @@
 # by systemd, gives their nodes the video and audio groups as on a real box (the host's image
 # may lack udev: scripts/vm/prepare unpacks Debian's package for the guest).
 # The test proper runs inside (systemd-inside.sh); Tests/vm/test_systemd_vm.py reads /out.
+# SYSTEMD_INSIDE=NAME.sh (scripts/vm/run --env) runs scripts/vm/guest/NAME.sh instead: the
+# upload units' test (upload-inside.sh, Tests/vm/test_upload_vm.py) boots the same way.
 [ -n "${VM_HOST_REPO:-}" ] || { log "no VM_HOST_REPO: run with scripts/vm/run --host-root"; exit 2; }
 modprobe overlay
 modprobe autofs4 || true
@@ -16,7 +18,7 @@ mkdir -p /ovl/upper /ovl/work
 mount -t overlay overlay -o lowerdir=/hostroot,upperdir=/ovl/upper,workdir=/ovl/work /newroot
 R=/newroot
 [ -x $R/lib/systemd/systemd ] || { log "the host has no /lib/systemd/systemd"; exit 2; }
-inside=$VM_HOST_REPO/scripts/vm/guest/systemd-inside.sh
+inside=$VM_HOST_REPO/scripts/vm/guest/${SYSTEMD_INSIDE:-systemd-inside.sh}
 [ -f "$R$inside" ] || { log "cannot see $inside through the host root"; exit 2; }
 
 # udev, as on any capture box (the host image may lack it: scripts/vm/prepare unpacks Debian's
@@ -38,7 +40,7 @@ AllowIsolate=yes
 EOF
 cat > $R/etc/systemd/system/reel-vm-test.service <<EOF
 [Unit]
-Description=Reel test bed: install reeld and drive it (systemd-inside.sh)
+Description=Reel test bed: install reeld and drive it ($(basename $inside))
 After=basic.target systemd-udev-trigger.service
 Wants=systemd-udev-trigger.service
 

@@ -44,3 +44,14 @@ def reel_bin_dir():
     if missing:
         pytest.skip(f"{d} lacks {', '.join(missing)}: run `make build` or set REEL_BIN_DIR")
     return d
+
+
+@pytest.fixture(scope="session")
+def systemd_boot(vm_ready, reel_bin_dir):
+    """One boot of the host's systemd in the guest (scenarios/systemd-unit.sh, --host-root) for
+    two test modules: systemd-inside.sh (reeld's unit: test_systemd_vm.py), then in the same boot
+    upload-inside.sh (the upload units: test_upload_vm.py). Each module checks its own facts
+    file; a boot costs minutes under TCG."""
+    from vmbed import run_scenario
+    return run_scenario("systemd-unit", bin_dir=reel_bin_dir, env={"VM_INSIDE_NEXT": "upload-inside.sh"},
+                        timeout=600, extra=("--host-root",))

@@ -1,25 +1,23 @@
 """The upload units under a real systemd (issue 26): the guest boots the host's systemd as in
-test_systemd_vm.py (scenarios/systemd-unit.sh, with SYSTEMD_INSIDE=upload-inside.sh), installs
+test_systemd_vm.py, in the same boot after it (conftest.py's systemd_boot: scenarios/systemd-unit.sh
+with VM_INSIDE_NEXT=upload-inside.sh), installs
 Reel as README says, gives remote [reel] `type = local`, and records: reel-upload.path must start
 the upload when the finished recording's link appears in the outbox, with reel-upload.timer
 stopped so that it cannot be the timer. Then, without /etc/reel/rclone.conf, the unit fails and
 its journal names the file and the remote. scripts/vm/guest/upload-inside.sh leaves the facts."""
 
 import json
-import os
 
 import pytest
 
-from vmbed import OUT_ROOT, run_scenario
 
 
 @pytest.fixture(scope="module")
-def booted(vm_ready, reel_bin_dir):
-    res = run_scenario("systemd-unit", out=os.path.join(OUT_ROOT, "systemd-upload"), bin_dir=reel_bin_dir,
-                       env={"SYSTEMD_INSIDE": "upload-inside.sh"}, timeout=420, extra=("--host-root",))
+def booted(systemd_boot):
+    res = systemd_boot   # the same boot as test_systemd_vm.py's, after it (conftest.py)
     inside = res.text("inside.log") if res.exists("inside.log") else "(no inside.log)"
     assert res.rc == 0, f"{res.tail()}\n---- inside.log ----\n{inside[-4000:]}"
-    facts = dict(line.split("=", 1) for line in res.text("facts.txt").splitlines() if "=" in line)
+    facts = dict(line.split("=", 1) for line in res.text("upload-facts.txt").splitlines() if "=" in line)
     journal = [json.loads(line) for line in res.text("upload-journal.json").splitlines() if line.strip()]
     return res, facts, journal
 
@@ -59,6 +57,6 @@ def test_a_missing_rclone_conf_fails_the_unit_with_its_message(booted):
 
 def test_security_exposure_in_the_guest(booted):
     res, _, _ = booted
-    text = res.text("security.txt")
+    text = res.text("upload-security.txt")
     line = [l for l in text.splitlines() if "Overall exposure level for reel-upload.service" in l]
     assert line and float(line[0].split(":")[1].split()[0]) <= 2.0, text[-2000:]

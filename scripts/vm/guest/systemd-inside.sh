@@ -126,4 +126,5 @@ run reelctl status               # answers once start-up recovery is done
 fact hung_restarted "$([ "$(mainpid)" != "$hung_pid" ] && echo yes || echo no)"
 fact hung_recovered "$([ -f /var/lib/reel/hung.mp4 ] && echo yes || echo no)"
 fact hung_part_left "$(ls /var/lib/reel/hung.mp4.part 2>/dev/null | wc -l)"
-end 0
+fact systemd_inside done
+done_or_next

@@ -1,12 +1,13 @@
 #!/bin/bash
 # The upload units under a real systemd (issue 26): runs as PID 1's reel-vm-test.service in the
-# test-bed guest, booted by scenarios/systemd-unit.sh with SYSTEMD_INSIDE=upload-inside.sh.
+# test-bed guest, after systemd-inside.sh in the same boot (scenarios/systemd-unit.sh with
+# VM_INSIDE_NEXT=upload-inside.sh), or alone (SYSTEMD_INSIDE=upload-inside.sh).
 # Installs Reel as README says (make install-files, sysusers, tmpfiles), gives the box an
 # rclone.conf whose remote [reel] is `type = local` (/srv/fleet, writable through a drop-in as
 # README says for a local or NFS remote), enables reeld and reel-upload.path and .timer, and
 # records: reel-upload.path must start the upload when the finished recording's link appears
 # in the outbox (the timer is stopped meanwhile, so it cannot be the timer). Then a missing
-# rclone.conf must fail the unit with its message. Facts and journals go to /out for
+# rclone.conf must fail the unit with its message. Facts (/out/upload-facts.txt) and journals go to /out for
 # Tests/vm/test_upload_vm.py.
 set -uo pipefail
 exec > >(tee -a /out/inside.log) 2>&1
@@ -16,13 +17,14 @@ OUTBOX=/var/lib/reel/outbox FLEET=/srv/fleet
 collect() {
     journalctl -u reel-upload.service -u reel-upload.path -u reel-upload.timer -o json --no-pager > /out/upload-journal.json 2>/dev/null
     journalctl -b -o short-monotonic --no-pager > /out/journal-all.txt 2>/dev/null
-    systemd-analyze security reel-upload.service --no-pager > /out/security.txt 2>&1
-    ls -laR /var/lib/reel $FLEET > /out/ls.txt 2>&1
+    systemd-analyze security reel-upload.service --no-pager > /out/upload-security.txt 2>&1
+    ls -laR /var/lib/reel $FLEET > /out/upload-ls.txt 2>&1
 }
+FACTS=/out/upload-facts.txt
 . "$REPO/scripts/vm/guest/systemd-lib.sh"
 
 log "systemd $(systemctl --version | head -1); repo $REPO; binaries $BIN"
-: > /out/facts.txt
+: > "$FACTS"
 
 # 1. Install, as README says; reeld records the synthetic sources (no devices needed here).
 run make -s -C "$REPO" install-files BIN_SRC="$BIN"
@@ -63,6 +65,8 @@ run systemctl daemon-reload
 fact verify "$(systemd-analyze verify /usr/local/lib/systemd/system/reel-upload.{service,path,timer} 2>&1 | tr '\n' ' ')"
 
 run systemctl enable --now reeld.socket reeld.service reel-upload.path reel-upload.timer
+# After systemd-inside.sh in the same boot reeld is running already: the settings above need a restart.
+run systemctl restart reeld.service
 wait_state reeld active
 fact path_state "$(systemctl is-active reel-upload.path)"
 # Only the path unit may start the upload in what follows (the timer may have fired already:

@@ -6,8 +6,9 @@
 # by systemd, gives their nodes the video and audio groups as on a real box (the host's image
 # may lack udev: scripts/vm/prepare unpacks Debian's package for the guest).
 # The test proper runs inside (systemd-inside.sh); Tests/vm/test_systemd_vm.py reads /out.
-# SYSTEMD_INSIDE=NAME.sh (scripts/vm/run --env) runs scripts/vm/guest/NAME.sh instead: the
-# upload units' test (upload-inside.sh, Tests/vm/test_upload_vm.py) boots the same way.
+# SYSTEMD_INSIDE=NAME.sh (scripts/vm/run --env) runs scripts/vm/guest/NAME.sh instead, and
+# VM_INSIDE_NEXT=NAME.sh runs that one after it in the same boot: the tier runs
+# systemd-inside.sh then upload-inside.sh (the upload units, Tests/vm/test_upload_vm.py) so.
 [ -n "${VM_HOST_REPO:-}" ] || { log "no VM_HOST_REPO: run with scripts/vm/run --host-root"; exit 2; }
 modprobe overlay
 modprobe autofs4 || true
@@ -50,7 +51,7 @@ FailureAction=poweroff-force
 
 [Service]
 Type=oneshot
-Environment=VM_HOST_REPO=$VM_HOST_REPO VM_HOST_BIN=$VM_HOST_BIN
+Environment=VM_HOST_REPO=$VM_HOST_REPO VM_HOST_BIN=$VM_HOST_BIN VM_INSIDE_NEXT=${VM_INSIDE_NEXT:-}
 ExecStart=/bin/bash $inside
 StandardOutput=journal+console
 StandardError=journal+console

@@ -34,12 +34,17 @@ public struct FinishedFile: Sendable, Equatable {
 ///    and the directory synced (an empty marker, after a power cut, counts as `recovery`);
 /// 2. `NAME.part` is renamed to `NAME`, never replacing anything there (the next free name
 ///    `alternative(k)` instead) and the directory synced (`place`);
-/// 3. on_finish runs (`handOn`) and the marker is removed once it has exited (or been killed at
+/// 3. with `outbox_dir`, the file is hard-linked into the outbox and the outbox synced (`Outbox.link`),
+///    then the marker gets a line `linked`;
+/// 4. on_finish runs (`handOn`) and the marker is removed once it has exited (or been killed at
 ///    `on_finish_timeout`).
 ///
-/// A crash between 2 and 3 (or while the hook runs, which systemd then kills with reeld) leaves
-/// the marker: the next start runs on_finish for the file (`resume`), with `REEL_RECOVERED=1`.
-/// So each finished file reaches on_finish once, and again only when a crash interrupted it.
+/// A crash between 2 and 4 (or while the hook runs, which systemd then kills with reeld) leaves
+/// the marker: the next start links the file (unless the marker says `linked`) and runs on_finish
+/// for it (`resume`), with `REEL_RECOVERED=1`. So each finished file reaches the outbox and
+/// on_finish once, and again only when a crash interrupted it (a crash between the link and the
+/// `linked` line can link a file the uploader already took: it is uploaded twice, to the same name).
+/// While the marker exists, `keep_free_mb` never deletes the file.
 public enum Handoff {
     static let markerSuffix = ".handoff"
 
@@ -131,8 +136,12 @@ public enum Handoff {
     /// `REEL_FINISHED_BY` and `REEL_RECOVERED` (1: handed on at a later start, after a crash),
     /// then removes the marker once it has exited or been killed at its timeout. A hook killed at
     /// shutdown keeps its marker, so the next start runs it again.
-    public static func handOn(_ file: FinishedFile, recovered: Bool, hook: [String], timeoutNs: Nanos, logger: Logger) {
+    public static func handOn(_ file: FinishedFile, recovered: Bool, hook: [String], timeoutNs: Nanos, outbox: Outbox? = nil,
+                              logger: Logger, linkFailed: @Sendable (String) -> Void = { _ in }) {
         let marker = marker(for: file.path)
+        if let outbox, !(readMarker(marker)?.linked ?? false) {
+            linkIntoOutbox(file, outbox: outbox, marker: marker, logger: logger, failed: linkFailed)
+        }
         guard !hook.isEmpty else {
             removeMarker(marker, logger: logger)
             return
@@ -140,6 +149,33 @@ public enum Handoff {
         FinishHook.run(hook, file: file.path, environment: ["REEL_FINISHED_BY": file.by.rawValue, "REEL_RECOVERED": recovered ? "1" : "0"],
                        timeoutNs: timeoutNs, logger: logger, whenDone: { removeMarker(marker, logger: logger) })
     }
+
+    /// Step 3: the hard link OUTBOX/NAME (`Outbox.link`), then `linked` appended to the marker (not
+    /// synced: lost to a power cut, the file is linked again at the next start). A failure is
+    /// logged (REEL_EVENT=outbox-failed) and reported to `failed`; the file stays where it is.
+    private static func linkIntoOutbox(_ file: FinishedFile, outbox: Outbox, marker: String, logger: Logger,
+                                       failed: (String) -> Void) {
+        switch outbox.link(file.path) {
+        case let .linked(to), let .alreadyLinked(to):
+            logger.info("\(file.path) waits for upload: linked as \(to)",
+                        metadata: RecordingLog.fields(.queued, file: file.path, more: ["RECORDING": "\(file.path)", "REEL_OUTBOX_FILE": "\(to)"]))
+            if TestHooks.handoffStopAfter == "link" { _exit(99) }
+            let fd = Sys.eintrSafe { open(marker, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC) }
+            if fd >= 0 {
+                let text = Array("\(linkedLine)\n".utf8)
+                // Unsafe: the array's storage lives for the call.
+                _ = text.withUnsafeBytes { Sys.writeFully(fd, $0) }
+                Sys.close(fd)
+            }
+        case let .failed(why):
+            logger.error("\(why); the recording stays in its directory but is not queued for upload",
+                         metadata: RecordingLog.fields(.outboxFailed, file: file.path, more: ["RECORDING": "\(file.path)"]))
+            failed(why)
+        }
+    }
+
+    /// The marker's line saying the file was linked into the outbox.
+    static let linkedLine = "linked"
 
     private static func removeMarker(_ path: String, logger: Logger) {
         if unlink(path) != 0, errno != ENOENT { logger.warning("cannot remove the hand-off marker \(path): \(Errno.current) (remove it, or on_finish runs again at the next start)") }
@@ -149,7 +185,8 @@ public enum Handoff {
     /// marker is still in `dir`) and every file in `recovered` (made by recovery), each once, with
     /// `REEL_RECOVERED=1`. A marker whose file is gone is removed. Returns the files handed on.
     @discardableResult
-    public static func resume(in dir: String, recovered: [String], hook: [String], timeoutNs: Nanos, logger: Logger) -> [FinishedFile] {
+    public static func resume(in dir: String, recovered: [String], hook: [String], timeoutNs: Nanos, outbox: Outbox? = nil,
+                              logger: Logger, linkFailed: @Sendable (String) -> Void = { _ in }) -> [FinishedFile] {
         var files: [FinishedFile] = []
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
         for name in names.sorted() {
@@ -164,12 +201,12 @@ public enum Handoff {
                 removeMarker(marker, logger: logger)
                 continue
             }
-            let by = readMarker(marker) ?? .recovery
+            let by = readMarker(marker)?.by ?? .recovery
             logger.notice("\(final) was finished (\(by.rawValue)) but a crash came before its on_finish had run; handing it on now")
             files.append(FinishedFile(path: final, by: by))
         }
         for p in recovered where !files.contains(where: { $0.path == p }) { files.append(FinishedFile(path: p, by: .recovery)) }
-        for f in files { handOn(f, recovered: true, hook: hook, timeoutNs: timeoutNs, logger: logger) }
+        for f in files { handOn(f, recovered: true, hook: hook, timeoutNs: timeoutNs, outbox: outbox, logger: logger, linkFailed: linkFailed) }
         return files
     }
 
@@ -179,17 +216,18 @@ public enum Handoff {
         return lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG
     }
 
-    /// How the marker says its file was finished (at most 32 bytes read, never through a link);
-    /// nil when it cannot be read or names no `FinishedBy`.
-    private static func readMarker(_ path: String) -> FinishedBy? {
+    /// How the marker says its file was finished (its first line), and whether it was linked into
+    /// the outbox (a later line `linked`); at most 32 bytes read, never through a link. nil when
+    /// it cannot be read; `by` nil when its first line names no `FinishedBy`.
+    static func readMarker(_ path: String) -> (by: FinishedBy?, linked: Bool)? {
         let fd = Sys.eintrSafe { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else { return nil }
         defer { Sys.close(fd) }
         var buf = [UInt8](repeating: 0, count: 32)
         // Unsafe: read writes at most buf.count bytes into the array's own storage.
         let n = Sys.eintrSafe { buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } }
-        guard n > 0 else { return nil }
-        let text = String(decoding: buf.prefix(n), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        return FinishedBy(rawValue: text)
+        guard n >= 0 else { return nil }
+        let lines = String(decoding: buf.prefix(n), as: UTF8.self).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        return (lines.first.flatMap { FinishedBy(rawValue: $0) }, lines.dropFirst().contains(linkedLine))
     }
 }

@@ -66,7 +66,7 @@ public final class RoomKeeper: Sendable {
                 let before = free
                 free = Storage.freeBytes(dir) ?? free
                 deleted.append(path)
-                logger.notice("keep_free_mb: deleted \(path) (\(Storage.megabytes(e.bytes)), uploaded: no longer in the outbox) to keep \(Storage.megabytes(keepFreeBytes)) free; \(Storage.megabytes(free)) free now",
+                logger.notice("keep_free_mb: deleted \(path) (\(e.bytes) bytes, uploaded: no longer in the outbox) to keep \(Storage.megabytes(keepFreeBytes)) free; \(Storage.megabytes(free)) free now",
                               metadata: RecordingLog.fields(.deleted, file: path, more: ["REEL_FREED_BYTES": "\(e.bytes)", "REEL_FREE_BYTES": "\(free)"]))
                 // Space held by a reader still open (a download): it comes back when closed. Wait
                 // for the next tick rather than delete more for it.

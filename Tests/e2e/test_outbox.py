@@ -23,7 +23,7 @@ printf '%s %s recovered=%s by=%s\\n' "$1" "$l" "$REEL_RECOVERED" "$REEL_FINISHED
 """
 
 
-def setup(prefix="reel-outbox-"):
+def make_outbox(prefix="reel-outbox-"):
     """An outbox beside reeld's temporary directories (/tmp: one file system) and a hook that
     says, for each file it is given, whether OUTBOX/NAME is that very file."""
     d = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
@@ -44,7 +44,7 @@ def same_file(a, b):
 
 
 def test_a_stopped_recording_is_linked_before_on_finish_and_counted(reeld):
-    d, outbox, hook, ran = setup()
+    d, outbox, hook, ran = make_outbox()
     metrics = os.path.join(d, "reel.prom")
     r = reeld("outbox-stop", **{"on-finish": hook, "outbox-dir": outbox, "metrics-file": metrics})
     assert os.path.isdir(outbox), "reeld did not create the outbox"
@@ -67,7 +67,7 @@ def test_a_stopped_recording_is_linked_before_on_finish_and_counted(reeld):
 
 
 def test_a_capped_recording_is_linked_before_on_finish(reeld):
-    d, outbox, hook, ran = setup()
+    d, outbox, hook, ran = make_outbox()
     r = reeld("outbox-cap", **{"on-finish": hook, "outbox-dir": outbox})
     n = len(r.notifications)
     r.ctl("start", "--name", "capped", "--max-duration", "2")
@@ -81,7 +81,7 @@ def test_a_capped_recording_is_linked_before_on_finish(reeld):
 
 
 def test_a_recording_recovered_after_kill_9_is_linked_before_on_finish(reeld):
-    d, outbox, hook, ran = setup()
+    d, outbox, hook, ran = make_outbox()
     r = reeld("outbox-crash", **{"on-finish": hook, "outbox-dir": outbox})
     r.ctl("start", "--name", "crashed")
     assert r.wait_notify_after(0, lambda l: l == "STATUS=recording 00:00:02, 1 segment", 10)
@@ -102,7 +102,7 @@ def test_a_crash_between_the_rename_and_on_finish_still_reaches_the_outbox_once(
     link) or right after the link (before the marker says so). The next start links the file (or
     finds it linked: no error), then on_finish runs once and sees the link; a third start does
     nothing more."""
-    d, outbox, hook, ran = setup()
+    d, outbox, hook, ran = make_outbox()
     r = reeld(f"outbox-kill-{step}", _env={"REEL_TEST_HANDOFF_STOP_AFTER": step}, **{"on-finish": hook, "outbox-dir": outbox})
     r.ctl("start", "--name", "interrupted")
     assert r.wait_notify_after(0, lambda l: l == "STATUS=recording 00:00:01, 1 segment", 10)
@@ -126,12 +126,17 @@ def test_a_crash_between_the_rename_and_on_finish_still_reaches_the_outbox_once(
 
 
 def test_a_planted_symlink_in_the_outbox_is_neither_followed_nor_replaced(reeld):
-    d, outbox, hook, ran = setup()
+    """Planted before `start`, the name is refused (its link would collide); planted while the
+    recording runs, the link is refused and the recording still finishes."""
+    d, outbox, hook, ran = make_outbox()
     os.mkdir(outbox)
     target = os.path.join(d, "target.mp4")
-    os.symlink(target, os.path.join(outbox, "planted.mp4"))
+    os.symlink(target, os.path.join(outbox, "early.mp4"))
     r = reeld("outbox-planted", **{"on-finish": hook, "outbox-dir": outbox})
+    c = r.ctl("start", "--name", "early", expect_ok=False)
+    assert c.rc != 0 and f"{outbox}/early.mp4" in c.err and "waiting for upload" in c.err, c
     r.ctl("start", "--name", "planted")
+    os.symlink(target, os.path.join(outbox, "planted.mp4"))
     assert r.wait_notify_after(0, lambda l: l == "STATUS=recording 00:00:01, 1 segment", 10)
     final = r.ctl("stop").out.strip()
     assert r.terminate() == 0, r.log_tail()
@@ -218,7 +223,7 @@ def test_keep_free_deletes_only_uploaded_recordings_oldest_first(reeld, reel_bin
     rate = {"bitrate": "4000", "size": "1280x720", "preset": "ultrafast"}
     # 1. The seed: four finished recordings made through a real outbox, then "uploaded" (links
     #    removed) for u1..u3; w1 still waits and is the oldest of them; u1 < u2 < u3.
-    d, outbox, hook, ran = setup("reel-keepfree-")
+    d, outbox, hook, ran = make_outbox("reel-keepfree-")
     r = reeld("keepfree-seed", **{"outbox-dir": outbox}, **rate)
     for name in ("w1", "u1", "u2", "u3"):
         n = len(r.notifications)
@@ -244,7 +249,8 @@ def test_keep_free_deletes_only_uploaded_recordings_oldest_first(reeld, reel_bin
     #    recording in progress eats the rest, so the uploaded ones go one by one, oldest first;
     #    once none is left, min_free_mb finishes the recording.
     biggest = max(sizes.values())
-    keep_mb = 2 * biggest // MB + 1
+    min_free_mb = 2  # room for the last second and the finish after min_free_mb's stop
+    keep_mb = min_free_mb + 2 * biggest // MB + 1
     size = sum(sizes.values()) + 300_000 + keep_mb * MB + biggest + 1_000_000
     bindir = tmp_path / "bin"
     os.mkdir(bindir)
@@ -252,7 +258,7 @@ def test_keep_free_deletes_only_uploaded_recordings_oldest_first(reeld, reel_bin
     (bindir / "reeld").write_text(WRAPPER.format(seed=seed, size=size, real=os.path.join(os.path.abspath(reel_bin_dir), "reeld")))
     os.chmod(bindir / "reeld", 0o755)
     from reel_harness import Reeld
-    r2 = Reeld(str(bindir), {"keep-free-mb": str(keep_mb), "min-free-mb": "1", **rate}, "keepfree")
+    r2 = Reeld(str(bindir), {"keep-free-mb": str(keep_mb), "min-free-mb": str(min_free_mb), **rate}, "keepfree")
     try:
         seen = in_ns(r2, r2.out_dir)
         assert sorted(os.listdir(seen)) == ["foreign.mp4", "outbox", "u1.mp4", "u2.mp4", "u3.mp4", "w1.mp4"], os.listdir(seen)
@@ -273,8 +279,9 @@ def test_keep_free_deletes_only_uploaded_recordings_oldest_first(reeld, reel_bin
         assert same_file(f"{seen}/w1.mp4", f"{seen}/outbox/w1.mp4")
         assert same_file(f"{seen}/live.mp4", f"{seen}/outbox/live.mp4")
         # All three went while "live" was recorded, before min_free_mb finished it.
-        guard = log.index("below min_free_mb")
-        assert all(log.index(f"keep_free_mb: deleted {p}") < guard for p in deleted), r2.log_tail()
+        started, guard = log.index("recording started"), log.index("below min_free_mb")
+        assert all(started < log.index(f"keep_free_mb: deleted {p}") < guard for p in deleted), r2.log_tail()
+        assert "no space left on device" not in log, r2.log_tail()
     finally:
         r2.terminate()
         print(r2.log_tail())

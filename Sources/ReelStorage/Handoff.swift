@@ -150,33 +150,6 @@ public enum Handoff {
                        timeoutNs: timeoutNs, logger: logger, whenDone: { removeMarker(marker, logger: logger) })
     }
 
-    /// Step 3: the hard link OUTBOX/NAME (`Outbox.link`), then `linked` appended to the marker (not
-    /// synced: lost to a power cut, the file is linked again at the next start). A failure is
-    /// logged (REEL_EVENT=outbox-failed) and reported to `failed`; the file stays where it is.
-    private static func linkIntoOutbox(_ file: FinishedFile, outbox: Outbox, marker: String, logger: Logger,
-                                       failed: (String) -> Void) {
-        switch outbox.link(file.path) {
-        case let .linked(to), let .alreadyLinked(to):
-            logger.info("\(file.path) waits for upload: linked as \(to)",
-                        metadata: RecordingLog.fields(.queued, file: file.path, more: ["RECORDING": "\(file.path)", "REEL_OUTBOX_FILE": "\(to)"]))
-            if TestHooks.handoffStopAfter == "link" { _exit(99) }
-            let fd = Sys.eintrSafe { open(marker, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC) }
-            if fd >= 0 {
-                let text = Array("\(linkedLine)\n".utf8)
-                // Unsafe: the array's storage lives for the call.
-                _ = text.withUnsafeBytes { Sys.writeFully(fd, $0) }
-                Sys.close(fd)
-            }
-        case let .failed(why):
-            logger.error("\(why); the recording stays in its directory but is not queued for upload",
-                         metadata: RecordingLog.fields(.outboxFailed, file: file.path, more: ["RECORDING": "\(file.path)"]))
-            failed(why)
-        }
-    }
-
-    /// The marker's line saying the file was linked into the outbox.
-    static let linkedLine = "linked"
-
     private static func removeMarker(_ path: String, logger: Logger) {
         if unlink(path) != 0, errno != ENOENT { logger.warning("cannot remove the hand-off marker \(path): \(Errno.current) (remove it, or on_finish runs again at the next start)") }
     }
@@ -207,10 +180,11 @@ public enum Handoff {
         }
         for p in recovered where !files.contains(where: { $0.path == p }) { files.append(FinishedFile(path: p, by: .recovery)) }
         for f in files { handOn(f, recovered: true, hook: hook, timeoutNs: timeoutNs, outbox: outbox, logger: logger, linkFailed: linkFailed) }
+        if let outbox { relinkUnqueued(in: dir, outbox: outbox, logger: logger, failed: linkFailed) }
         return files
     }
 
-    private static func isRegularFile(_ path: String) -> Bool {
+    static func isRegularFile(_ path: String) -> Bool {
         var st = stat()
         // Unsafe: lstat fills the local stat; the path's C string lives for the call only.
         return lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG

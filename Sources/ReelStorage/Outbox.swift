@@ -51,7 +51,7 @@ public struct Outbox: Sendable, Equatable {
         default: return "outbox_dir \(outbox) is not a directory (remove it, or give a directory on the file system of output_dir \(outputDir))"
         }
         guard access(outbox, W_OK | X_OK) == 0 else {
-            return "outbox_dir \(outbox) is not writable by reeld's user (\(Errno.current)): give it to that user or its group, e.g. 'chown reel:reel \(outbox); chmod 2770 \(outbox)'"
+            return "outbox_dir \(outbox) is not writable by reeld's user (\(Errno.current)): give it to that user or its group, e.g. 'chown reel:reel \(outbox); chmod 2770 \(outbox)' (on the file system of output_dir \(outputDir))"
         }
         var out = stat()
         guard stat(outputDir, &out) == 0 else { return "cannot read output_dir \(outputDir) to check outbox_dir \(outbox) against it: \(Errno.current)" }

@@ -11,7 +11,8 @@ public struct RetentionEntry: Equatable, Sendable {
     public var links: Int
     /// OUTBOX/NAME exists (whatever it is): the recording is waiting for upload.
     public var inOutbox: Bool
-    /// `.NAME.handoff` exists: its hand-off (outbox link, on_finish) is not over.
+    /// `.NAME.handoff` exists: its hand-off (outbox link, on_finish) is not over; or
+    /// `.NAME.unqueued`: its link failed, it was never queued.
     public var handoffPending: Bool
 
     public init(name: String, bytes: Int64, modifiedNs: Nanos, isRegular: Bool = true, links: Int = 1,
@@ -27,7 +28,7 @@ public struct RetentionEntry: Equatable, Sendable {
 ///
 /// Only a finished recording that has left the outbox may go: a regular `NAME.mp4` (not hidden,
 /// not a `.part`, not the recording in progress) with one link, no OUTBOX/NAME and no hand-off
-/// marker, and not `refused` (the caller found it is not Reel's: no signature). Oldest first
+/// or unqueued marker, and not `refused` (the caller found it is not Reel's: no signature). Oldest first
 /// (modification time, then name).
 public enum Retention {
     public enum Decision: Equatable, Sendable {

@@ -99,7 +99,8 @@ public final class RoomKeeper: Sendable {
                               modifiedNs: Nanos(st.st_mtim.tv_sec) * nanosPerSecond + Nanos(st.st_mtim.tv_nsec),
                               isRegular: st.st_mode & S_IFMT == S_IFREG, links: Int(st.st_nlink),
                               inOutbox: outbox.holds(name),
-                              handoffPending: fstatat(dfd, ".\(name)\(Handoff.markerSuffix)", &marker, AT_SYMLINK_NOFOLLOW) == 0)
+                              handoffPending: fstatat(dfd, ".\(name)\(Handoff.markerSuffix)", &marker, AT_SYMLINK_NOFOLLOW) == 0
+                                  || fstatat(dfd, ".\(name)\(Handoff.unqueuedSuffix)", &marker, AT_SYMLINK_NOFOLLOW) == 0)
     }
 
     /// Whether `name` carries Reel's signature (`PartSignature`; `PartWalk`: a finished or a

@@ -187,6 +187,21 @@ final class OutboxTests: XCTestCase {
                        linkFailed: { why in failures.withLock { $0.append(why) } })
         XCTAssertEqual(failures.withLock { $0.count }, 1)
         XCTAssertTrue(FileManager.default.fileExists(atPath: "\(out)/d.mp4"))
+        // ...held by `.d.mp4.unqueued` (one link and no outbox entry, like an uploaded one, but
+        // keep_free_mb leaves it alone), and linked at the next start once the entry is gone.
+        XCTAssertTrue(FileManager.default.fileExists(atPath: "\(out)/.d.mp4.unqueued"))
+        Handoff.resume(in: out, recovered: [], hook: [], timeoutNs: 0, outbox: box, logger: logger)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: "\(out)/.d.mp4.unqueued"), "removed while the link still fails")
+        XCTAssertEqual(unlink("\(box.path)/d.mp4"), 0)
+        let dfd = open(out, O_RDONLY | O_DIRECTORY)
+        defer { close(dfd) }
+        let d = try XCTUnwrap(RoomKeeper.entry(dfd, "d.mp4", outbox: box))
+        XCTAssertEqual(d.links, 1)
+        XCTAssertFalse(d.inOutbox)
+        XCTAssertFalse(Retention.deletable(d, inProgress: nil), "a recording never queued was taken for an uploaded one")
+        Handoff.resume(in: out, recovered: [], hook: [], timeoutNs: 0, outbox: box, logger: logger)
+        XCTAssertEqual(inode("\(box.path)/d.mp4"), inode("\(out)/d.mp4"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(out)/.d.mp4.unqueued"))
     }
 
     /// `RoomKeeper`'s view of the directory: the listing and Reel's signature (a file without it

@@ -147,6 +147,15 @@ def test_a_planted_symlink_in_the_outbox_is_neither_followed_nor_replaced(reeld)
     assert lines(ran) == [f"{final} unlinked recovered=0 by=stop"], f"{lines(ran)}\n{r.log_tail()}"
     log = open(r.log_path).read()
     assert "symbolic link" in log and "not queued for upload" in log and f"ln {final}" in log, r.log_tail()
+    # Held by .planted.mp4.unqueued (keep_free_mb leaves it alone); with the entry gone, the next
+    # start links it and removes the marker.
+    unqueued = os.path.join(r.out_dir, ".planted.mp4.unqueued")
+    assert os.path.isfile(unqueued), os.listdir(r.out_dir)
+    os.unlink(os.path.join(outbox, "planted.mp4"))
+    r2 = reeld("outbox-planted2", **{"output-dir": r.out_dir, "outbox-dir": outbox})
+    r2.ctl("status")
+    assert r2.terminate() == 0, r2.log_tail()
+    assert same_file(final, os.path.join(outbox, "planted.mp4")) and not os.path.exists(unqueued), r2.log_tail()
 
 
 def run_reeld_expecting_refusal(reel_bin_dir, *args):

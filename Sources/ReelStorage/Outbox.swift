@@ -76,7 +76,9 @@ public struct Outbox: Sendable, Equatable {
     public func link(_ file: String) -> LinkResult {
         let (dir, name) = Self.split(file)
         let target = "\(path)/\(name)"
-        let src = Sys.eintrSafe { open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        // The output directory as configured (it may be reached through a link, as output_dir may);
+        // the outbox never is (`problem` refuses a link there, and O_NOFOLLOW here).
+        let src = Sys.eintrSafe { open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard src >= 0 else { return .failed("cannot open \(dir): \(Errno.current) (the recording stays there)") }
         defer { Sys.close(src) }
         let dst = Sys.eintrSafe { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }

@@ -34,7 +34,7 @@ public final class RoomKeeper: Sendable {
             state.withLock { $0.stuck = false }
             return []
         }
-        let dfd = Sys.eintrSafe { open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        let dfd = Sys.eintrSafe { open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard dfd >= 0 else { return [] }
         defer { Sys.close(dfd) }
         var entries = Self.list(dfd, outbox: outbox)

@@ -83,8 +83,9 @@ struct Serve: ParsableCommand {
         let recorder = Recorder(config: config, logger: logger, onStateChange: { status.send($0) })
         let metrics = settings.values.metricsFile.map { MetricsFile(path: $0, logger: logger, errors: recorder.errors) }
         let writeMetrics: @Sendable () -> Void = {
+            guard let metrics else { return }
             let outbox = recorder.config.outboxDir.map { (Outbox(path: $0).census(), OutboxCensus.wallClockNs()) }
-            metrics?.write(PrometheusText.render(recorder.statusInfo(), errors: recorder.errors.snapshot, syncLatencyNs: SyncLatency.last,
+            metrics.write(PrometheusText.render(recorder.statusInfo(), errors: recorder.errors.snapshot, syncLatencyNs: SyncLatency.last,
                                                  outbox: outbox))
         }
         let supervisor = Supervisor(notifier: notifier, status: status, health: recorder.health, watchdogNs: watchdog,

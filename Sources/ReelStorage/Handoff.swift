@@ -132,10 +132,11 @@ public enum Handoff {
         }
     }
 
-    /// Step 3: runs the on_finish program for `file` (nothing when `hook` is empty) with
-    /// `REEL_FINISHED_BY` and `REEL_RECOVERED` (1: handed on at a later start, after a crash),
-    /// then removes the marker once it has exited or been killed at its timeout. A hook killed at
-    /// shutdown keeps its marker, so the next start runs it again.
+    /// Steps 3 and 4: with `outbox`, the hard link (`linkIntoOutbox`; skipped when the marker says
+    /// `linked`, a failure reported to `linkFailed`), then the on_finish program for `file`
+    /// (nothing when `hook` is empty) with `REEL_FINISHED_BY` and `REEL_RECOVERED` (1: handed on at
+    /// a later start, after a crash); the marker is removed once it has exited or been killed at
+    /// its timeout. A hook killed at shutdown keeps its marker, so the next start runs it again.
     public static func handOn(_ file: FinishedFile, recovered: Bool, hook: [String], timeoutNs: Nanos, outbox: Outbox? = nil,
                               logger: Logger, linkFailed: @Sendable (String) -> Void = { _ in }) {
         let marker = marker(for: file.path)
@@ -156,7 +157,8 @@ public enum Handoff {
 
     /// At start-up, after recovery: hands on every file whose hand-off a crash interrupted (its
     /// marker is still in `dir`) and every file in `recovered` (made by recovery), each once, with
-    /// `REEL_RECOVERED=1`. A marker whose file is gone is removed. Returns the files handed on.
+    /// `REEL_RECOVERED=1`. A marker whose file is gone is removed. With `outbox`, each file a failed
+    /// link left `.NAME.unqueued` for is linked again (`relinkUnqueued`). Returns the files handed on.
     @discardableResult
     public static func resume(in dir: String, recovered: [String], hook: [String], timeoutNs: Nanos, outbox: Outbox? = nil,
                               logger: Logger, linkFailed: @Sendable (String) -> Void = { _ in }) -> [FinishedFile] {

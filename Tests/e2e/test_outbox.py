@@ -15,6 +15,7 @@ import tempfile
 import time
 
 import pytest
+from reel_harness import Reeld  # scripts/, on sys.path through conftest.py
 
 HOOK = """#!/bin/sh
 name=$(basename "$1")
@@ -203,7 +204,7 @@ def test_the_package_makes_the_outbox_group_writable_beside_the_recordings(tmp_p
     assert "--outbox-dir /var/lib/reel/outbox" in open(os.path.join(units, "reel-web.service")).read()
 
 
-# --- keep_free_mb on a small tmpfs ---------------------------------------------------------------
+# --- a small tmpfs: a full disk, keep_free_mb ---------------------------------------------------------------
 
 MB = 1_000_000
 WRAPPER = """#!/bin/sh
@@ -222,13 +223,54 @@ def in_ns(r, path):
     return f"/proc/{r.proc.pid}/root{path}"
 
 
-def test_keep_free_deletes_only_uploaded_recordings_oldest_first(reeld, reel_bin_dir, tmp_path):
+def need_private_tmpfs(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs in a private mount namespace needs root here")
     probe = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
                             f"mount -t tmpfs -o size=1m reelprobe {tmp_path}"], capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs in a private mount namespace: {probe.stderr.strip()}")
+
+
+def tmpfs_bindir(tmp_path, reel_bin_dir, seed, size):
+    """A directory with reelctl and a `reeld` that runs the real one on a tmpfs (WRAPPER)."""
+    bindir = tmp_path / "bin"
+    os.mkdir(bindir)
+    real = os.path.abspath(reel_bin_dir)
+    os.symlink(os.path.join(real, "reelctl"), bindir / "reelctl")
+    (bindir / "reeld").write_text(WRAPPER.format(seed=seed, size=size, real=os.path.join(real, "reeld")))
+    os.chmod(bindir / "reeld", 0o755)
+    return str(bindir)
+
+
+def test_a_recording_cut_short_by_a_full_disk_is_linked_before_on_finish(reel_bin_dir, tmp_path):
+    """min_free_mb 0 on a 2 MB tmpfs: the write fails (ENOSPC), the file is cut back to its last
+    complete fragment, renamed, linked into the outbox on the same tmpfs, then handed to on_finish
+    as write-failed (the hook, inside reeld's namespace, checks the link)."""
+    need_private_tmpfs(tmp_path)
+    d, _, hook, ran = make_outbox("reel-outbox-full-")
+    with open(hook, "w") as f:
+        f.write(HOOK.format(outbox='$(dirname "$1")/outbox', ran=ran))
+    seed = tmp_path / "seed"
+    os.mkdir(seed)
+    r = Reeld(tmpfs_bindir(tmp_path, reel_bin_dir, seed, 2 * MB),
+              {"min-free-mb": "0", "on-finish": hook, "bitrate": "4000", "size": "1280x720", "preset": "ultrafast"}, "outbox-full")
+    try:
+        n = len(r.notifications)
+        r.ctl("start", "--name", "full")
+        assert r.wait_notify_after(n, lambda l: l.startswith("STATUS=recording"), 10), r.notifications
+        assert r.wait_notify_after(n, lambda l: l.startswith("STATUS=idle"), 60), (r.notifications, r.log_tail())
+        assert r.terminate() == 0, r.log_tail()
+        final = os.path.join(r.out_dir, "full.mp4")
+        assert lines(ran) == [f"{final} linked recovered=0 by=write-failed"], f"{lines(ran)}\n{r.log_tail()}"
+    finally:
+        r.terminate()
+        print(r.log_tail())
+        r.close()
+
+
+def test_keep_free_deletes_only_uploaded_recordings_oldest_first(reeld, reel_bin_dir, tmp_path):
+    need_private_tmpfs(tmp_path)
     rate = {"bitrate": "4000", "size": "1280x720", "preset": "ultrafast"}
     # 1. The seed: four finished recordings made through a real outbox, then "uploaded" (links
     #    removed) for u1..u3; w1 still waits and is the oldest of them; u1 < u2 < u3.
@@ -261,13 +303,7 @@ def test_keep_free_deletes_only_uploaded_recordings_oldest_first(reeld, reel_bin
     min_free_mb = 2  # room for the last second and the finish after min_free_mb's stop
     keep_mb = min_free_mb + 2 * biggest // MB + 1
     size = sum(sizes.values()) + 300_000 + keep_mb * MB + biggest + 1_000_000
-    bindir = tmp_path / "bin"
-    os.mkdir(bindir)
-    os.symlink(os.path.join(os.path.abspath(reel_bin_dir), "reelctl"), bindir / "reelctl")
-    (bindir / "reeld").write_text(WRAPPER.format(seed=seed, size=size, real=os.path.join(os.path.abspath(reel_bin_dir), "reeld")))
-    os.chmod(bindir / "reeld", 0o755)
-    from reel_harness import Reeld
-    r2 = Reeld(str(bindir), {"keep-free-mb": str(keep_mb), "min-free-mb": str(min_free_mb), **rate}, "keepfree")
+    r2 = Reeld(tmpfs_bindir(tmp_path, reel_bin_dir, seed, size), {"keep-free-mb": str(keep_mb), "min-free-mb": str(min_free_mb), **rate}, "keepfree")
     try:
         seen = in_ns(r2, r2.out_dir)
         assert sorted(os.listdir(seen)) == ["foreign.mp4", "outbox", "u1.mp4", "u2.mp4", "u3.mp4", "w1.mp4"], os.listdir(seen)

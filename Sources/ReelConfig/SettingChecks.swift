@@ -35,6 +35,13 @@ extension SettingKey {
         return path(t, "path", max: maxPathBytes - 4)  // and PATH.tmp
     }
 
+    /// "" (none) or an absolute path of a directory.
+    static func outboxPath(_ t: String) -> String? {
+        if t.isEmpty { return nil }
+        if !t.hasPrefix("/") { return "\(show(t)) is not an absolute path of a directory (e.g. \"/var/lib/reel/outbox\", on output_dir's file system; \"\" for none)" }
+        return path(t, "directory", max: maxPathBytes - 256)  // and /NAME.mp4
+    }
+
     static func tune(_ t: String) -> String? {
         guard !t.isEmpty else { return nil }
         let parts = t.split(separator: ",", omittingEmptySubsequences: false).map(String.init)

@@ -13,7 +13,7 @@ import ReelStorage
 public enum SettingKey: String, CaseIterable, Sendable {
     case socket, controlGroup = "control_group", controlUser = "control_user", logLevel = "log_level"
     case outputDir = "output_dir", minFreeMB = "min_free_mb", fsync, onFinish = "on_finish", onFinishTimeout = "on_finish_timeout"
-    case maxDuration = "max_duration"
+    case maxDuration = "max_duration", outboxDir = "outbox_dir", keepFreeMB = "keep_free_mb"
     case video, audio, size, fps, pixelFormat = "pixel_format", sampleRate = "sample_rate", channels, standby
     case previewMaxWidth = "preview_max_width", previewMaxFps = "preview_max_fps"
     case preset, tune, crf, bitrate, keyint, profile, audioBitrate = "audio_bitrate"
@@ -99,6 +99,28 @@ public enum SettingKey: String, CaseIterable, Sendable {
                 Length cap in seconds (0 to \(LengthCap.maxSeconds); up to 3 decimals, in quotes: "2.5"): a recording stops by itself,
                 its file finished, once it holds this much (pauses do not count; video to the frame, audio to
                 the sample). 0 for none. 'reelctl start --max-duration S' overrides it for one recording.
+                """)
+        case .outboxDir:
+            return SettingSpec(.storage, \.outboxDir, .string(""), .noneIfEmpty(.check(Self.outboxPath)),
+                serveOnly: true, help: "Directory where every finished recording gets a hard link, waiting for an uploader (rclone move; reel-upload.service) to take it; on output_dir's file system; \"\" for none.",
+                doc: """
+                The outbox: every finished recording NAME.mp4 (stopped, capped, cut short or recovered) gets a
+                hard link OUTBOX/NAME.mp4 there, and the outbox is synced, before on_finish runs. An uploader
+                (systemd/reel-upload.service: rclone move) removes each link once the file is stored elsewhere,
+                so a recording waits for upload exactly while its link is there; the file stays in output_dir.
+                It must be on output_dir's file system (a hard link cannot cross one) and writable by reeld:
+                the package makes "/var/lib/reel/outbox" (2770 reel:reel, so the uploader in group reel may
+                remove links). reeld checks both at start and refuses to start otherwise. "" for none.
+                """)
+        case .keepFreeMB:
+            return SettingSpec(.storage, \.keepFreeMB, .int(0), .range(0...10_000_000, unit: " MB"),
+                serveOnly: true, help: "Keep this much free space in MB ({range}) by deleting the oldest recordings already uploaded (gone from outbox_dir); 0 disables. Needs outbox_dir.",
+                doc: """
+                Free space in MB ({range}) to keep on output_dir's file system: below it, reeld deletes the
+                oldest finished recordings that have left the outbox (uploaded), one at a time, each logged,
+                until it is back (checked every second). Never a recording still waiting in the outbox, the
+                one in progress, a .part, or a file without Reel's signature. Needs outbox_dir; keep it
+                above min_free_mb, which stops a recording when nothing more can be freed. 0 disables.
                 """)
         // A capture box records its camera and microphone (tests and the demo ask for "test").
         case .video:

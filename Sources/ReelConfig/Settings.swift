@@ -21,6 +21,10 @@ public struct Settings: Sendable, Equatable {
     public internal(set) var onFinishTimeout: Int
     /// The length cap in ns, nil for none (0).
     public internal(set) var maxDuration: Nanos?
+    /// nil for "" (none).
+    public internal(set) var outboxDir: String?
+    /// MB; 0 for none.
+    public internal(set) var keepFreeMB: Int
     // Sources
     public internal(set) var video: VideoSourceSetting
     public internal(set) var audio: AudioSourceSetting
@@ -62,6 +66,7 @@ public struct Settings: Sendable, Equatable {
     private init(unset: Void) {
         socket = ""; controlGroup = nil; controlUser = nil; logLevel = .info
         outputDir = ""; minFreeMB = 0; fsync = .none; onFinish = []; onFinishTimeout = 0; maxDuration = nil
+        outboxDir = nil; keepFreeMB = 0
         video = .none; audio = .none; size = VideoSize(width: 0, height: 0); fps = Rational(0, 1); pixelFormat = .yuyv
         sampleRate = 0; channels = 0; standby = false; previewMaxWidth = 0; previewMaxFps = 0
         preset = ""; tune = nil; crf = 0; bitrate = 0; keyint = 0; profile = ""; audioBitrate = 0

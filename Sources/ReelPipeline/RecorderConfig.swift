@@ -36,6 +36,10 @@ public struct RecorderConfig: Sendable {
     /// Program and arguments run after each completed recording, with the file's path appended (empty: none).
     public var onFinish: [String] = []
     public var onFinishTimeoutNs: Nanos = 120 * nanosPerSecond
+    /// Where each finished recording is hard-linked for upload (`outbox_dir`; nil: none).
+    public var outboxDir: String?
+    /// Free space kept by deleting uploaded recordings (`keep_free_mb`; 0: none).
+    public var keepFreeBytes: Int64 = 0
     /// The length cap: kept output (ns) at which a recording stops by itself (nil: none).
     public var maxDuration: Nanos?
     /// Camera controls set at every open of a V4L2 camera, in order: `[camera.controls]` from

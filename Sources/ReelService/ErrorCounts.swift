@@ -18,6 +18,8 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case reload
     /// The metrics file could not be written.
     case metrics
+    /// A finished recording could not be linked into outbox_dir (it is not queued for upload).
+    case outbox
 }
 
 /// Errors counted since reeld started, by kind.

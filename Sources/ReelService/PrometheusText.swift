@@ -3,6 +3,7 @@ import Glibc
 import Logging
 import ReelControl
 import ReelCore
+import ReelStorage
 import ReelSystem
 import Synchronization
 
@@ -20,7 +21,10 @@ public enum PrometheusText {
         return [("protocol_version", String(protocolVersion)), ("swift", swift)]
     }()
 
-    public static func render(_ st: StatusInfo, errors: [ErrorKind: Int], syncLatencyNs: Nanos?) -> String {
+    /// `outbox`: with `outbox_dir`, its census (nil: it could not be read) and the wall-clock
+    /// instant it was taken at; nil without an outbox (its metrics are left out).
+    public static func render(_ st: StatusInfo, errors: [ErrorKind: Int], syncLatencyNs: Nanos?,
+                              outbox: (census: OutboxCensus?, wallClockNs: Nanos)? = nil) -> String {
         var out = ""
         func metric(_ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: String)]) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
@@ -42,6 +46,13 @@ public enum PrometheusText {
         }
         if let ns = syncLatencyNs {
             metric("reel_fragment_sync_seconds", "gauge", "How long the last fragment's sync to disk (fdatasync) took.", [("", seconds(ns))])
+        }
+        if let (census, now) = outbox, let c = census {
+            let capped = c.complete ? "" : " (the first \(Outbox.censusLimit) entries read)"
+            metric("reel_outbox_files", "gauge", "Finished recordings waiting for upload in outbox_dir\(capped).", [("", String(c.files))])
+            metric("reel_outbox_bytes", "gauge", "Bytes of the recordings waiting for upload in outbox_dir\(capped).", [("", String(c.bytes))])
+            metric("reel_outbox_oldest_age_seconds", "gauge", "Seconds since the oldest recording waiting in outbox_dir was finished (0 when none waits).",
+                   [("", String(c.oldestAgeSeconds(nowNs: now)))])
         }
         metric("reel_errors_total", "counter", "Errors since reeld started, by kind.",
                ErrorKind.allCases.map { ("{kind=\"\($0.rawValue)\"}", String(errors[$0] ?? 0)) })

@@ -23,7 +23,7 @@ extension Recorder {
             config.maxDuration = maxDurationNs == 0 ? nil : maxDurationNs  // this recording's cap overrides max_duration
         }
         let paths: (part: String, final: String)
-        switch outputPaths(name: name, dir: config.outputDir) {
+        switch outputPaths(name: name, dir: config.outputDir, outbox: config.outboxDir.map(Outbox.init(path:))) {
         case let .success(p): paths = p
         case let .failure(e): return startRefused(e, id: id)
         }
@@ -217,14 +217,17 @@ extension Recorder {
             case let .error(message, kind): emitError(message, kind)
             case let .finished(file): events.publish(ControlEvent(event: ControlEvent.Kind.finished, file: file, at: SystemClock.now()))
             case let .handOn(f):
-                Handoff.handOn(f, recovered: false, hook: config.onFinish, timeoutNs: config.onFinishTimeoutNs, logger: logger)
+                Handoff.handOn(f, recovered: false, hook: config.onFinish, timeoutNs: config.onFinishTimeoutNs,
+                               outbox: config.outboxDir.map(Outbox.init(path:)), logger: logger, linkFailed: { [self] in emitError($0, .outbox) })
             case .stop:
                 NamedThread.start("reel-low-space") { [self] in _ = stop(id: nil, deadline: SystemClock.now() + Self.stopWaitNs) }
             }
         }
     }
 
-    private func outputPaths(name: String?, dir: String) -> Result<(part: String, final: String), ControlError> {
+    /// NAME.mp4.part and NAME.mp4 in `dir`, for a NAME whose `.mp4` is not taken there nor in the
+    /// outbox (a recording of that name still waiting for upload: its link would collide).
+    private func outputPaths(name: String?, dir: String, outbox: Outbox?) -> Result<(part: String, final: String), ControlError> {
         var isDir: ObjCBool = false
         if !FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) {
             do { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
@@ -234,13 +237,18 @@ extension Recorder {
         }
         func exists(_ base: String) -> Bool {
             FileManager.default.fileExists(atPath: "\(dir)/\(base).mp4") || FileManager.default.fileExists(atPath: "\(dir)/\(base).mp4.part")
+                || outbox?.holds("\(base).mp4") == true
         }
         var base: String
         if let name {
             // One rule for names, shared with the wire parser (callers in-process skip the wire).
             if let problem = Wire.nameProblem(name) { return .failure(.badRequest(problem)) }
             base = name.hasSuffix(".mp4") ? String(name.dropLast(4)) : name
-            if exists(base) { return .failure(.failed("\(dir)/\(base).mp4 already exists: choose another --name (Reel never overwrites a recording)")) }
+            if exists(base) {
+                let whereTaken = outbox?.holds("\(base).mp4") == true && !FileManager.default.fileExists(atPath: "\(dir)/\(base).mp4")
+                    ? "\(outbox!.path)/\(base).mp4 (a recording of that name waiting for upload) already exists" : "\(dir)/\(base).mp4 already exists"
+                return .failure(.failed("\(whereTaken): choose another --name (Reel never overwrites a recording)"))
+            }
         } else {
             var t = time(nil)
             var tmv = tm()

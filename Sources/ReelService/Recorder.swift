@@ -38,6 +38,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     public let events = EventBus()
     /// Errors by kind since start-up, for the metrics file.
     public let errors = ErrorCounts()
+    /// keep_free_mb's deletions (on the Supervisor's tick).
+    let roomKeeper = RoomKeeper()
     /// Warm devices while idle (`standby = true`), lent to each recording.
     let standby: Standby
     /// `preview` and `levels` subscribers (`ControlServer.attach(live:)`); the open sources meter
@@ -157,9 +159,14 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         refreshFreeSpace()
     }
 
-    /// Called once a second by the Supervisor: finishes the recording cleanly when free space
-    /// in the output directory drops below min_free_mb.
+    /// Called once a second by the Supervisor: with keep_free_mb, deletes uploaded recordings
+    /// while free space is below it (`RoomKeeper`); then finishes the recording cleanly when free
+    /// space in the output directory drops below min_free_mb.
     public func tick() {
+        let (c, inProgress) = monitor.withLock { (session?.config ?? currentConfig, session?.finalPath) }
+        if c.keepFreeBytes > 0, let box = c.outboxDir {
+            roomKeeper.keep(dir: c.outputDir, outbox: Outbox(path: box), keepFreeBytes: c.keepFreeBytes, inProgress: inProgress, logger: logger)
+        }
         let measured = refreshFreeSpace()
         let current: (session: RecordingSession, id: Int)? = monitor.withLock {
             guard let s = session, let r = machine.recording else { return nil }
@@ -183,11 +190,13 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
     }
 
     /// At start-up: makes any `.part` left by a crash in the output directory playable, then
-    /// hands on (on_finish, `REEL_RECOVERED=1`) each file it made and each whose hand-off a crash
-    /// interrupted (`Handoff.resume`).
+    /// hands on (the outbox link, on_finish with `REEL_RECOVERED=1`) each file it made and each
+    /// whose hand-off a crash interrupted (`Handoff.resume`).
     public func recoverPartFiles() {
         let made = Storage.recoverPartFiles(in: config.outputDir, logger: logger)
-        Handoff.resume(in: config.outputDir, recovered: made, hook: config.onFinish, timeoutNs: config.onFinishTimeoutNs, logger: logger)
+        let c = config
+        Handoff.resume(in: c.outputDir, recovered: made, hook: c.onFinish, timeoutNs: c.onFinishTimeoutNs,
+                       outbox: c.outboxDir.map(Outbox.init(path:)), logger: logger, linkFailed: { [self] in emitError($0, .outbox) })
     }
 
     /// Finishes any recording (SIGTERM/SIGINT), also the one a start under way makes, and waits

@@ -34,12 +34,17 @@ public struct FinishedFile: Sendable, Equatable {
 ///    and the directory synced (an empty marker, after a power cut, counts as `recovery`);
 /// 2. `NAME.part` is renamed to `NAME`, never replacing anything there (the next free name
 ///    `alternative(k)` instead) and the directory synced (`place`);
-/// 3. on_finish runs (`handOn`) and the marker is removed once it has exited (or been killed at
+/// 3. with `outbox_dir`, the file is hard-linked into the outbox and the outbox synced (`Outbox.link`),
+///    then the marker gets a line `linked`;
+/// 4. on_finish runs (`handOn`) and the marker is removed once it has exited (or been killed at
 ///    `on_finish_timeout`).
 ///
-/// A crash between 2 and 3 (or while the hook runs, which systemd then kills with reeld) leaves
-/// the marker: the next start runs on_finish for the file (`resume`), with `REEL_RECOVERED=1`.
-/// So each finished file reaches on_finish once, and again only when a crash interrupted it.
+/// A crash between 2 and 4 (or while the hook runs, which systemd then kills with reeld) leaves
+/// the marker: the next start links the file (unless the marker says `linked`) and runs on_finish
+/// for it (`resume`), with `REEL_RECOVERED=1`. So each finished file reaches the outbox and
+/// on_finish once, and again only when a crash interrupted it (a crash between the link and the
+/// `linked` line can link a file the uploader already took: it is uploaded twice, to the same name).
+/// While the marker exists, `keep_free_mb` never deletes the file.
 public enum Handoff {
     static let markerSuffix = ".handoff"
 
@@ -127,12 +132,17 @@ public enum Handoff {
         }
     }
 
-    /// Step 3: runs the on_finish program for `file` (nothing when `hook` is empty) with
-    /// `REEL_FINISHED_BY` and `REEL_RECOVERED` (1: handed on at a later start, after a crash),
-    /// then removes the marker once it has exited or been killed at its timeout. A hook killed at
-    /// shutdown keeps its marker, so the next start runs it again.
-    public static func handOn(_ file: FinishedFile, recovered: Bool, hook: [String], timeoutNs: Nanos, logger: Logger) {
+    /// Steps 3 and 4: with `outbox`, the hard link (`linkIntoOutbox`; skipped when the marker says
+    /// `linked`, a failure reported to `linkFailed`), then the on_finish program for `file`
+    /// (nothing when `hook` is empty) with `REEL_FINISHED_BY` and `REEL_RECOVERED` (1: handed on at
+    /// a later start, after a crash); the marker is removed once it has exited or been killed at
+    /// its timeout. A hook killed at shutdown keeps its marker, so the next start runs it again.
+    public static func handOn(_ file: FinishedFile, recovered: Bool, hook: [String], timeoutNs: Nanos, outbox: Outbox? = nil,
+                              logger: Logger, linkFailed: @Sendable (String) -> Void = { _ in }) {
         let marker = marker(for: file.path)
+        if let outbox, !(readMarker(marker)?.linked ?? false) {
+            linkIntoOutbox(file, outbox: outbox, marker: marker, logger: logger, failed: linkFailed)
+        }
         guard !hook.isEmpty else {
             removeMarker(marker, logger: logger)
             return
@@ -147,9 +157,11 @@ public enum Handoff {
 
     /// At start-up, after recovery: hands on every file whose hand-off a crash interrupted (its
     /// marker is still in `dir`) and every file in `recovered` (made by recovery), each once, with
-    /// `REEL_RECOVERED=1`. A marker whose file is gone is removed. Returns the files handed on.
+    /// `REEL_RECOVERED=1`. A marker whose file is gone is removed. With `outbox`, each file a failed
+    /// link left `.NAME.unqueued` for is linked again (`relinkUnqueued`). Returns the files handed on.
     @discardableResult
-    public static func resume(in dir: String, recovered: [String], hook: [String], timeoutNs: Nanos, logger: Logger) -> [FinishedFile] {
+    public static func resume(in dir: String, recovered: [String], hook: [String], timeoutNs: Nanos, outbox: Outbox? = nil,
+                              logger: Logger, linkFailed: @Sendable (String) -> Void = { _ in }) -> [FinishedFile] {
         var files: [FinishedFile] = []
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
         for name in names.sorted() {
@@ -164,32 +176,34 @@ public enum Handoff {
                 removeMarker(marker, logger: logger)
                 continue
             }
-            let by = readMarker(marker) ?? .recovery
+            let by = readMarker(marker)?.by ?? .recovery
             logger.notice("\(final) was finished (\(by.rawValue)) but a crash came before its on_finish had run; handing it on now")
             files.append(FinishedFile(path: final, by: by))
         }
         for p in recovered where !files.contains(where: { $0.path == p }) { files.append(FinishedFile(path: p, by: .recovery)) }
-        for f in files { handOn(f, recovered: true, hook: hook, timeoutNs: timeoutNs, logger: logger) }
+        for f in files { handOn(f, recovered: true, hook: hook, timeoutNs: timeoutNs, outbox: outbox, logger: logger, linkFailed: linkFailed) }
+        if let outbox { relinkUnqueued(in: dir, outbox: outbox, logger: logger, failed: linkFailed) }
         return files
     }
 
-    private static func isRegularFile(_ path: String) -> Bool {
+    static func isRegularFile(_ path: String) -> Bool {
         var st = stat()
         // Unsafe: lstat fills the local stat; the path's C string lives for the call only.
         return lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG
     }
 
-    /// How the marker says its file was finished (at most 32 bytes read, never through a link);
-    /// nil when it cannot be read or names no `FinishedBy`.
-    private static func readMarker(_ path: String) -> FinishedBy? {
+    /// How the marker says its file was finished (its first line), and whether it was linked into
+    /// the outbox (a later line `linked`); at most 32 bytes read, never through a link. nil when
+    /// it cannot be read; `by` nil when its first line names no `FinishedBy`.
+    static func readMarker(_ path: String) -> (by: FinishedBy?, linked: Bool)? {
         let fd = Sys.eintrSafe { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else { return nil }
         defer { Sys.close(fd) }
         var buf = [UInt8](repeating: 0, count: 32)
         // Unsafe: read writes at most buf.count bytes into the array's own storage.
         let n = Sys.eintrSafe { buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } }
-        guard n > 0 else { return nil }
-        let text = String(decoding: buf.prefix(n), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        return FinishedBy(rawValue: text)
+        guard n >= 0 else { return nil }
+        let lines = String(decoding: buf.prefix(n), as: UTF8.self).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        return (lines.first.flatMap { FinishedBy(rawValue: $0) }, lines.dropFirst().contains(linkedLine))
     }
 }

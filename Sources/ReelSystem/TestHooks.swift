@@ -41,9 +41,10 @@ public enum TestHooks {
         return (v?.isEmpty ?? true) ? nil : v
     }()
 
-    /// `REEL_TEST_HANDOFF_STOP_AFTER=rename` (test-only): the hand-off of a finished file
-    /// (`Handoff.place`) ends the process with _exit(99) right after the rename and the directory
-    /// sync, before on_finish runs, as if reeld were killed there.
+    /// `REEL_TEST_HANDOFF_STOP_AFTER=rename|link` (test-only): the hand-off of a finished file ends
+    /// the process with _exit(99), as if reeld were killed there: `rename` right after the rename
+    /// and the directory sync (`Handoff.place`), before the outbox link and on_finish; `link` right
+    /// after the outbox link and its sync, before the hand-off marker says so (`Handoff.handOn`).
     public static let handoffStopAfterVariable = "REEL_TEST_HANDOFF_STOP_AFTER"
     package static let handoffStopAfter: String? = {
         let v = ProcessInfo.processInfo.environment[handoffStopAfterVariable]

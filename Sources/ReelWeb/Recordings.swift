@@ -42,10 +42,14 @@ public final class OpenRecording: @unchecked Sendable {
 /// The recordings directory as reel-web shows it: finished `.mp4` files only, never a `.part`,
 /// a `.damaged`, a link, a directory or anything outside. Every file is opened read-only,
 /// relative to the directory, with O_NOFOLLOW; reel-web never opens anything there for writing.
+/// A file with two names is served only when the other is its entry in reeld's outbox
+/// (`outbox`, `--outbox-dir`: a recording waiting for upload), never another hard link.
 public struct RecordingsDirectory: Sendable {
     public let path: String
+    /// reeld's `outbox_dir`, or nil.
+    public let outbox: String?
 
-    public init(path: String) { self.path = path }
+    public init(path: String, outbox: String? = nil) { self.path = path; self.outbox = outbox }
 
     /// Whether `name` (already percent-decoded) may name a recording: a plain file name ending in
     /// `.mp4` (so never a `.mp4.part` or `.part.damaged`), no slash, no NUL, not hidden.
@@ -78,7 +82,7 @@ public struct RecordingsDirectory: Sendable {
             }
             guard Self.isRecordingName(name) else { continue }
             var st = stat()
-            guard fstatat(dirFd, name, &st, AT_SYMLINK_NOFOLLOW) == 0, Self.isServable(st) else { continue }
+            guard fstatat(dirFd, name, &st, AT_SYMLINK_NOFOLLOW) == 0, isServable(st, name: name) else { continue }
             entries.append(RecordingEntry(name: name, bytes: Int64(st.st_size), modifiedNs: Self.mtimeNs(st)))
         }
         return entries.sorted { ($0.modifiedNs, $1.name) > ($1.modifiedNs, $0.name) }
@@ -97,7 +101,7 @@ public struct RecordingsDirectory: Sendable {
             throw SystemError(call: "openat(\(path)/\(name))", errno: code)
         }
         var st = stat()
-        guard fstat(fd, &st) == 0, Self.isServable(st) else {
+        guard fstat(fd, &st) == 0, isServable(st, name: name) else {
             Sys.close(fd)
             return nil
         }
@@ -110,9 +114,20 @@ public struct RecordingsDirectory: Sendable {
         return fd
     }
 
-    /// A regular file with one name: a link planted beside the recordings is never followed.
-    static func isServable(_ st: stat) -> Bool {
-        (st.st_mode & S_IFMT) == S_IFREG && st.st_nlink == 1
+    /// A regular file with one name, or with two when the other is OUTBOX/`name` itself (the same
+    /// device and inode, looked at without following a link): a recording waiting for upload. A
+    /// link planted beside the recordings is never followed, and a file hard-linked from
+    /// anywhere else (another user's file given a name here) is never served.
+    func isServable(_ st: stat, name: String) -> Bool {
+        guard (st.st_mode & S_IFMT) == S_IFREG else { return false }
+        if st.st_nlink == 1 { return true }
+        guard st.st_nlink == 2, let outbox else { return false }
+        let fd = Sys.eintrSafe { Glibc.open(outbox, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        guard fd >= 0 else { return false }
+        defer { Sys.close(fd) }
+        var other = stat()
+        return fstatat(fd, name, &other, AT_SYMLINK_NOFOLLOW) == 0 && (other.st_mode & S_IFMT) == S_IFREG
+            && other.st_dev == st.st_dev && other.st_ino == st.st_ino
     }
 
     static func mtimeNs(_ st: stat) -> Nanos {

@@ -17,9 +17,12 @@ public struct WebSettings: Sendable {
     public var passwordHash: String?
     public var secureCookie: Bool
     public var extraOrigins: [String]
+    /// reeld's outbox_dir (`--outbox-dir`): a recording waiting there (two names) is served too.
+    public var outboxDir: String?
 
     public init(socketPath: String, recordingsDir: String, webRoot: String, passwordHash: String?,
-                secureCookie: Bool, extraOrigins: [String]) {
+                secureCookie: Bool, extraOrigins: [String], outboxDir: String? = nil) {
+        self.outboxDir = outboxDir
         self.socketPath = socketPath
         self.recordingsDir = recordingsDir
         self.webRoot = webRoot
@@ -54,7 +57,7 @@ public final class WebApp: Sendable {
         events = EventHub(socketPath: settings.socketPath, logger: logger)
         previews = PreviewHub(socketPath: settings.socketPath, logger: logger)
         files = StaticFiles(root: settings.webRoot)
-        recordings = RecordingsDirectory(path: settings.recordingsDir)
+        recordings = RecordingsDirectory(path: settings.recordingsDir, outbox: settings.outboxDir)
     }
 
     var authRequired: Bool { settings.passwordHash != nil }

@@ -34,6 +34,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("reeld's output directory, whose finished recordings the page lists and serves (default: \(WebDefaults.recordingsDir)).", valueName: "dir"))
     var recordings = WebDefaults.recordingsDir
 
+    @Option(name: .customLong("outbox-dir"), help: ArgumentHelp("reeld's outbox_dir: a recording waiting there for upload (a hard link, so two names) is listed and served too; without it only files with one name are.", valueName: "dir"))
+    var outboxDir: String?
+
     @Option(name: .customLong("password-file"), help: ArgumentHelp("File holding the sign-in password's hash (one line from 'reel-web hash-password').", valueName: "path"))
     var passwordFile: String?
 
@@ -86,7 +89,8 @@ struct Serve: AsyncParsableCommand {
         }
         let settings = WebSettings(
             socketPath: SocketPath.resolve(explicit: socket, environment: ProcessInfo.processInfo.environment),
-            recordingsDir: recordings, webRoot: web, passwordHash: hash, secureCookie: secureCookie, extraOrigins: origins)
+            recordingsDir: recordings, webRoot: web, passwordHash: hash, secureCookie: secureCookie, extraOrigins: origins,
+            outboxDir: outboxDir)
         logger.info("reeld socket \(settings.socketPath), recordings \(settings.recordingsDir), page files \(web)")
         try await WebServer.run(WebApp(settings: settings, logger: logger), listen: ListenAddress(parsing: listen)!, logger: logger)
     }

@@ -24,7 +24,10 @@ struct Serve: ParsableCommand {
         systemd passes through socket activation, else --socket) for reelctl's start, pause, \
         resume, stop and status, from root, its own user and members of --control-group. \
         Recordings are written as NAME.mp4.part (fragmented, playable if interrupted) and renamed \
-        to NAME.mp4 when complete; a .part left by a crash is recovered at start-up. SIGTERM or \
+        to NAME.mp4 when complete; a .part left by a crash is recovered at start-up. With \
+        --outbox-dir, each finished recording is also hard-linked into that directory for an \
+        uploader (rclone move), and --keep-free-mb deletes the oldest uploaded ones when space runs \
+        low. SIGTERM or \
         SIGINT finish any recording before exiting. Under systemd it speaks the notify and \
         watchdog protocols.
 
@@ -59,7 +62,7 @@ struct Serve: ParsableCommand {
         let settings: DaemonSettings
         let config: RecorderConfig
         do {
-            (settings, config) = try options.load(environment: env)
+            (settings, config) = try options.load(environment: env, serve: true)
         } catch {
             FileHandle.standardError.write(Data("reeld: \(error)\n".utf8))
             throw ExitCode(1)
@@ -80,7 +83,10 @@ struct Serve: ParsableCommand {
         let recorder = Recorder(config: config, logger: logger, onStateChange: { status.send($0) })
         let metrics = settings.values.metricsFile.map { MetricsFile(path: $0, logger: logger, errors: recorder.errors) }
         let writeMetrics: @Sendable () -> Void = {
-            metrics?.write(PrometheusText.render(recorder.statusInfo(), errors: recorder.errors.snapshot, syncLatencyNs: SyncLatency.last))
+            guard let metrics else { return }
+            let outbox = recorder.config.outboxDir.map { (Outbox(path: $0).census(), OutboxCensus.wallClockNs()) }
+            metrics.write(PrometheusText.render(recorder.statusInfo(), errors: recorder.errors.snapshot, syncLatencyNs: SyncLatency.last,
+                                                 outbox: outbox))
         }
         let supervisor = Supervisor(notifier: notifier, status: status, health: recorder.health, watchdogNs: watchdog,
                                     logger: logger, statusLine: { recorder.statusLine() },
@@ -136,7 +142,7 @@ struct Serve: ParsableCommand {
         }, hangup: {
             notifier.send("RELOADING=1")
             do {
-                let (fresh, cfg) = try options.load(environment: env)
+                let (fresh, cfg) = try options.load(environment: env, serve: true)
                 recorder.reconfigure(cfg)
                 let changed = fresh.keysDiffering(from: settings).filter(\.spec.restartToApply).map(\.rawValue)
                 if !changed.isEmpty { logger.warning("SIGHUP: \(changed.joined(separator: ", ")) changed but apply only after a restart ('systemctl restart reeld')") }
@@ -213,10 +219,19 @@ struct DaemonOptions: ParsableArguments {
     }
 
     /// Settings and the recorder configuration they make; errors name the file and line,
-    /// variable or flag, and the key.
-    func load(environment: [String: String]) throws -> (DaemonSettings, RecorderConfig) {
+    /// variable or flag, and the key. `serve`: the daemon's settings are checked against the
+    /// file system too (the outbox: `outboxConfig`).
+    func load(environment: [String: String], serve: Bool = false) throws -> (DaemonSettings, RecorderConfig) {
         let s = try DaemonSettings.resolve(configPath: config, environment: environment, flags: try flagSettings)
-        return (s, try makeConfig(s))
+        var c = try makeConfig(s)
+        if serve { try outboxConfig(s, &c) }
+        return (s, c)
+    }
+
+    /// `outbox_dir` and `keep_free_mb` (serve only), checked against the file system
+    /// (`DaemonSettings.outbox`).
+    func outboxConfig(_ settings: DaemonSettings, _ config: inout RecorderConfig) throws(ConfigError) {
+        (config.outboxDir, config.keepFreeBytes) = try settings.outbox(outputDir: config.outputDir)
     }
 
     /// The recorder configuration of checked settings: what the table checks is not checked

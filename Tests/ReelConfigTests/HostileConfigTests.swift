@@ -87,9 +87,10 @@ final class HostileConfigTests: XCTestCase {
         case .controlGroup, .controlUser: specific = ["a b", "-x", "a/b", "a:b", String(repeating: "g", count: 33), "é"]
         case .fsync: specific = ["", "always", "Fragment"]
         case .metricsFile: specific = ["reel.prom", "textfile/reel.prom", "/var/lib/", "/" + String(repeating: "m", count: 5000)]
+        case .outboxDir: specific = ["outbox", "./outbox", "/" + String(repeating: "o", count: 5000)]
         case .onFinish: return ["relative/upload", "", "upload"]  // the env/flag form: one program path
         case .standby: return ["", "maybe", "2", "truee", "TRUE x"]
-        case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout, .previewMaxWidth, .previewMaxFps: return []
+        case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout, .previewMaxWidth, .previewMaxFps, .keepFreeMB: return []
         }
         return specific + common
     }
@@ -113,9 +114,10 @@ final class HostileConfigTests: XCTestCase {
         case .controlGroup, .controlUser: return ["", "reel", "video-users", "svc_1.x"].map { .string($0) }
         case .fsync: return ["fragment", "none"].map { .string($0) }
         case .metricsFile: return ["", "/var/lib/node_exporter/textfile_collector/reel.prom"].map { .string($0) }
+        case .outboxDir: return ["", "/var/lib/reel/outbox"].map { .string($0) }
         case .onFinish: return [.strings([]), .strings(["/usr/bin/upload", "--to", "x y"])]
         case .standby: return [.bool(true), .bool(false)]
-        case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout, .previewMaxWidth, .previewMaxFps:
+        case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout, .previewMaxWidth, .previewMaxFps, .keepFreeMB:
             let r = k.intRange!.range
             return [.int(r.lowerBound), .int(r.upperBound)]
         }

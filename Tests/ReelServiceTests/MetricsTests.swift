@@ -3,6 +3,7 @@ import Logging
 import ReelControl
 import ReelCore
 @testable import ReelService
+import ReelStorage
 import XCTest
 
 /// The metrics file (`metrics_file`): its text and how it is replaced. Tests/e2e/test_metrics.py
@@ -40,6 +41,22 @@ final class MetricsTests: XCTestCase {
         let idle = PrometheusText.render(st, errors: [:], syncLatencyNs: nil)
         XCTAssertFalse(idle.contains("reel_free_bytes"))
         XCTAssertFalse(idle.contains("reel_fragment_sync_seconds"))
+    }
+
+    /// With outbox_dir: what waits for upload; without one (or unreadable), nothing about it.
+    func testTheOutboxMetrics() {
+        var c = OutboxCensus()
+        c.files = 3
+        c.bytes = 4_500_000
+        c.oldestModifiedNs = 1_000 * nanosPerSecond
+        let text = PrometheusText.render(status(.idle), errors: [:], syncLatencyNs: nil, outbox: (c, 4_600 * nanosPerSecond + 5))
+        let lines = Set(text.split(separator: "\n").map(String.init))
+        for want in ["reel_outbox_files 3", "reel_outbox_bytes 4500000", "reel_outbox_oldest_age_seconds 3600",
+                     "# TYPE reel_outbox_files gauge", "# TYPE reel_outbox_oldest_age_seconds gauge", "reel_errors_total{kind=\"outbox\"} 0"] {
+            XCTAssertTrue(lines.contains(want), "missing \(want) in\n\(text)")
+        }
+        XCTAssertFalse(PrometheusText.render(status(.idle), errors: [:], syncLatencyNs: nil).contains("reel_outbox_"))
+        XCTAssertFalse(PrometheusText.render(status(.idle), errors: [:], syncLatencyNs: nil, outbox: (nil, 0)).contains("reel_outbox_"))
     }
 
     func testTheFileIsReplacedAndRemovedAndAFailureIsCounted() throws {

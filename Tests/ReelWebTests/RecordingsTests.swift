@@ -50,6 +50,32 @@ final class RecordingsTests: XCTestCase {
         XCTAssertEqual(list.first?.modifiedNs, 2_000_000_000_000)
     }
 
+    /// A recording waiting for upload has two names, the other its outbox entry: served with
+    /// `--outbox-dir`; a file hard-linked under another name, or from outside the outbox, is not.
+    func testARecordingWaitingInTheOutboxIsServedAndNoOtherHardLink() throws {
+        let outbox = dir + "/outbox"
+        try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: false)
+        try write("waiting.mp4", "1", mtime: 1_000)
+        XCTAssertEqual(link("\(dir)/waiting.mp4", "\(outbox)/waiting.mp4"), 0)
+        try write("renamed.mp4", "22", mtime: 2_000)
+        XCTAssertEqual(link("\(dir)/renamed.mp4", "\(outbox)/other-name.mp4"), 0)
+        try write("elsewhere.mp4", "333", mtime: 3_000)
+        XCTAssertEqual(link("\(dir)/elsewhere.mp4", "\(dir)/../elsewhere-\(getpid()).mp4"), 0)
+        defer { unlink("\(dir)/../elsewhere-\(getpid()).mp4") }
+        try write("same-name-other-file.mp4", "4444", mtime: 4_000)
+        XCTAssertEqual(link("\(dir)/same-name-other-file.mp4", "\(dir)/.twin"), 0)
+        try write("outbox/same-name-other-file.mp4", "x")
+        let with = RecordingsDirectory(path: dir, outbox: outbox)
+        XCTAssertEqual(try with.list().map(\.name), ["waiting.mp4"])
+        XCTAssertEqual(try with.open("waiting.mp4")?.size, 1)
+        XCTAssertNil(try with.open("renamed.mp4"))
+        XCTAssertNil(try with.open("elsewhere.mp4"))
+        XCTAssertNil(try with.open("same-name-other-file.mp4"))
+        // Without --outbox-dir: one name only, as before.
+        XCTAssertEqual(try RecordingsDirectory(path: dir).list().map(\.name), [])
+        XCTAssertNil(try RecordingsDirectory(path: dir).open("waiting.mp4"))
+    }
+
     func testOpeningRefusesLinksPartsAndEscapesAndReadsRanges() throws {
         try write("clip.mp4", "0123456789")
         try write("clip.mp4.part", "x")

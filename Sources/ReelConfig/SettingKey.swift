@@ -79,10 +79,9 @@ public enum SettingKey: String, CaseIterable, Sendable {
                 and REEL_RECOVERED=1 when reeld hands the file on at a start after a crash (a recovered
                 file, or one whose on_finish a crash interrupted), else 0. Its exit status is logged; stdout
                 and stderr go to the journal; it runs in a process group of its own at nice 0. It runs
-                inside reeld's sandbox: no network (PrivateNetwork=yes) and a read-only system, so an
-                uploader should hand the file on, e.g. move it into a spool directory watched by its own
-                .path/.service units, rather than upload from here (or relax the sandbox with
-                `systemctl edit reeld`).
+                inside reeld's sandbox: no network (PrivateNetwork=yes) and a read-only system, so do not
+                upload from here: set outbox_dir, and the upload units move each file to the fleet's
+                storage with rclone and retry (README, "Fleet: off the box").
                 """)
         case .onFinishTimeout:
             return SettingSpec(.storage, \.onFinishTimeout, .int(120), .range(1...86_400, unit: " seconds"),

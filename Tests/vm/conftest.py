@@ -54,4 +54,4 @@ def systemd_boot(vm_ready, reel_bin_dir):
     file; a boot costs minutes under TCG."""
     from vmbed import run_scenario
     return run_scenario("systemd-unit", bin_dir=reel_bin_dir, env={"VM_INSIDE_NEXT": "upload-inside.sh"},
-                        timeout=600, extra=("--host-root",))
+                        timeout=900, extra=("--host-root",))

@@ -152,16 +152,20 @@ public final class ALSAAudioSource: CaptureThread, CaptureSource, @unchecked Sen
     private let stats = Monitor()
     private var lost: Int64 = 0
     private var xruns: Int64 = 0
+    /// Periods added to the pool for the pre-roll (0 without one).
+    public let extraSlots: Int
 
     /// `poolSlots` periods (about 10 ms each) may wait for the pipeline: 2 s by default, so an
     /// encoder stall (a keyframe, a slow disk) never costs audio; only a longer one fills silence.
-    public init(device: String, format: AudioFormat, logger: Logger, poolSlots: Int = 200) throws {
+    /// `preRoll` (standby's) adds `extraSlots` periods to hold it, counted in the period chosen.
+    public init(device: String, format: AudioFormat, logger: Logger, poolSlots: Int = 200, preRoll: PreRoll = PreRoll(0)) throws {
         pcm = try ALSAPCM(name: device, format: format)
+        extraSlots = preRoll.audioSlots(chunkFrames: pcm.periodFrames, sampleRate: format.sampleRate)
         deviceName = device
         self.format = format
         self.logger = logger
         scratch = .allocate(byteCount: pcm.periodFrames * format.channels * 4, alignment: 16)
-        super.init(pool: FramePool(slots: poolSlots, slotBytes: pcm.periodFrames * format.channels * 2), name: "reel-audio-alsa")
+        super.init(pool: FramePool(slots: poolSlots + extraSlots, slotBytes: pcm.periodFrames * format.channels * 2), name: "reel-audio-alsa")
     }
     deinit { scratch.deallocate() }
 

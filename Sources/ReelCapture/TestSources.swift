@@ -7,14 +7,15 @@ public final class TestVideoSource: CaptureThread, CaptureSource, @unchecked Sen
     public let paced: Bool
     private let pattern: TestVideoPattern
 
-    /// `poolSlots` nil: about a second of frames when paced (a live source), 8 when unpaced.
-    public init(format: VideoFormat, paced: Bool, poolSlots: Int? = nil) {
+    /// `poolSlots` nil: about a second of frames when paced (a live source), 8 when unpaced;
+    /// plus `extraSlots` (standby's pre-roll, `PreRoll.videoSlots`).
+    public init(format: VideoFormat, paced: Bool, poolSlots: Int? = nil, extraSlots: Int = 0) {
         self.format = format
         self.paced = paced
         pattern = TestVideoPattern(format: format)
         let bytes = format.pixelFormat.frameBytes(width: format.width, height: format.height)
         let slots = poolSlots ?? (paced ? FramePool.liveVideoSlots(frameBytes: bytes, fps: format.fps) : 8)
-        super.init(pool: FramePool(slots: slots, slotBytes: bytes),
+        super.init(pool: FramePool(slots: slots + extraSlots, slotBytes: bytes),
                    name: "reel-video-test")
     }
     public var description: String {

@@ -34,11 +34,11 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
     /// `/dev/video0 (vivid)`, for messages.
     public let camera: String
 
-    /// `poolSlots` nil: about a second of frames (`FramePool.liveVideoSlots`).
-    /// `controls` are set once the format is (config then `reelctl set` overrides); one that is
+    /// `poolSlots` nil: about a second of frames (`FramePool.liveVideoSlots`), plus `extraSlots`
+    /// (standby's pre-roll, `PreRoll.videoSlots`). `controls` are set once the format is (config then `reelctl set` overrides); one that is
     /// unknown, out of range or refused fails the open with an error naming it.
     public init(path: String, request: CameraRequest, logger: Logger, poolSlots: Int? = nil,
-                controls: [CameraControlAssignment] = []) throws {
+                controls: [CameraControlAssignment] = [], extraSlots: Int = 0) throws {
         let dev = try V4L2Device(path: path)
         let cap = try dev.queryCapability()
         guard cap.isCapture, cap.canStream else {
@@ -78,7 +78,7 @@ public final class V4L2VideoSource: CaptureThread, CaptureSource, @unchecked Sen
         case .yuv420, .mjpeg: planes = [(h, bpl, w), (h / 2, bpl / 2, w / 2), (h / 2, bpl / 2, w / 2)]
         }
         let bytes = format.pixelFormat.frameBytes(width: format.width, height: format.height)
-        super.init(pool: FramePool(slots: poolSlots ?? FramePool.liveVideoSlots(frameBytes: bytes, fps: actual), slotBytes: bytes),
+        super.init(pool: FramePool(slots: (poolSlots ?? FramePool.liveVideoSlots(frameBytes: bytes, fps: actual)) + extraSlots, slotBytes: bytes),
                    name: "reel-video-v4l2")
         if bufferCount < 4 { logger.warning("\(path) gave only \(bufferCount) streaming buffers (asked for 6); frames may drop") }
     }

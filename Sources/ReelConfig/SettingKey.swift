@@ -15,6 +15,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
     case outputDir = "output_dir", minFreeMB = "min_free_mb", fsync, onFinish = "on_finish", onFinishTimeout = "on_finish_timeout"
     case maxDuration = "max_duration", outboxDir = "outbox_dir", keepFreeMB = "keep_free_mb"
     case video, audio, size, fps, pixelFormat = "pixel_format", sampleRate = "sample_rate", channels, standby
+    case preRoll = "pre_roll", preRollMaxMB = "pre_roll_max_mb"
     case previewMaxWidth = "preview_max_width", previewMaxFps = "preview_max_fps"
     case preset, tune, crf, bitrate, keyint, profile, audioBitrate = "audio_bitrate"
     case metricsFile = "metrics_file"
@@ -164,6 +165,25 @@ public enum SettingKey: String, CaseIterable, Sendable {
                 `snapshot` take the next captured frame; nothing is encoded or stored until `start`. false (the
                 default): an open camera keeps its light on, holds the device from other programs and costs
                 CPU and power all day. A device that fails while idle is retried; `status` says so.
+                """)
+        // Pre-roll (issue 25): both keys in one block.
+        case .preRoll:
+            return SettingSpec(.sources, \.preRoll, .string("0"), .parse(PreRoll.parse, else: { PreRoll.problem(DaemonSettings.show($0, quoted: false)) }, integerToo: true),
+                serveOnly: true, help: "Pre-roll: with standby, 'start' records from this many seconds before it (0 to \(PreRoll.maxSeconds), up to 3 decimals, e.g. 1.5), kept as raw frames in memory; 0 for none. Needs standby = true; 'reelctl start --pre-roll' asks for less.",
+                doc: """
+                Pre-roll in seconds (0 to \(PreRoll.maxSeconds); up to 3 decimals, in quotes: "1.5"): a `start` records from this
+                long before the request reached reeld, so the moment before the press is kept. Needs standby = true:
+                the warm devices keep the last pre_roll of raw frames and audio in memory while idle (no CPU:
+                nothing is encoded until `start`), at most pre_roll_max_mb. 0 (the default) for none.
+                'reelctl start --pre-roll S' asks for less for one recording.
+                """)
+        case .preRollMaxMB:
+            return SettingSpec(.sources, \.preRollMaxMB, .int(256), .range(1...1_000_000, unit: " MB"),
+                serveOnly: true, help: "Most memory the pre-roll may hold, in MB ({range}): a pre_roll needing more at the size and fps is refused at start-up.",
+                doc: """
+                Most memory the pre-roll may hold in MB ({range}): its raw frames and audio at the configured
+                size and frame rate (640x360 YUYV at 30 fps: about 14 MB a second, 1280x720: 55 MB). A pre_roll
+                needing more is refused at start-up and on SIGHUP. 256 keeps 3 s of 720p30 on a 1 GB board.
                 """)
         case .previewMaxWidth:
             return SettingSpec(.sources, \.previewMaxWidth, .int(1280), .range(16...7680, unit: " pixels"),

@@ -34,6 +34,9 @@ public struct Settings: Sendable, Equatable {
     public internal(set) var sampleRate: Int
     public internal(set) var channels: Int
     public internal(set) var standby: Bool
+    /// ns (0: none).
+    public internal(set) var preRoll: Nanos
+    public internal(set) var preRollMaxMB: Int
     public internal(set) var previewMaxWidth: Int
     public internal(set) var previewMaxFps: Int
     // Encoding
@@ -68,7 +71,7 @@ public struct Settings: Sendable, Equatable {
         outputDir = ""; minFreeMB = 0; fsync = .none; onFinish = []; onFinishTimeout = 0; maxDuration = nil
         outboxDir = nil; keepFreeMB = 0
         video = .none; audio = .none; size = VideoSize(width: 0, height: 0); fps = Rational(0, 1); pixelFormat = .yuyv
-        sampleRate = 0; channels = 0; standby = false; previewMaxWidth = 0; previewMaxFps = 0
+        sampleRate = 0; channels = 0; standby = false; preRoll = 0; preRollMaxMB = 0; previewMaxWidth = 0; previewMaxFps = 0
         preset = ""; tune = nil; crf = 0; bitrate = 0; keyint = 0; profile = ""; audioBitrate = 0
         metricsFile = nil
     }

@@ -143,6 +143,7 @@ extension Request: OrderedJSON {
             if let name { o.field("name", name) }
             if let label { o.field("label", label) }
             if let maxDurationNs { o.field("maxDurationNs", maxDurationNs) }
+            if let preRollNs { o.field("preRollNs", preRollNs) }
             if let width { o.field("width", width) }
             if let fps { o.field("fps", fps) }
             if let take { o.field("take", take) }
@@ -209,6 +210,7 @@ extension Reply: OrderedJSON {
                 try o.array(takes) { a, t in try t.write(to: &a) }
             }
             if let startNs { o.field("startNs", startNs) }
+            if let preRollNs { o.field("preRollNs", preRollNs) }
             if let snapshot {
                 o.key("snapshot")
                 o.object { s in

@@ -59,6 +59,9 @@ public struct Request: Codable, Sendable, Equatable {
     /// Only meaningful for `start`: the length cap of this recording in ns (0: none), overriding
     /// the `max_duration` setting.
     public var maxDurationNs: Nanos?
+    /// Only meaningful for `start`: this recording's pre-roll in ns (at most the `pre_roll`
+    /// setting; nil: that setting's). It begins this long before the request reached reeld.
+    public var preRollNs: Nanos?
     /// Only meaningful for `snapshot` and `preview`: scale the image to this many columns (nil:
     /// as captured for a snapshot, 640 for a preview).
     public var width: Int?
@@ -74,7 +77,8 @@ public struct Request: Codable, Sendable, Equatable {
 
     public init(v: Int = protocolVersion, id: Int? = nil, cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil,
                 label: String? = nil, maxDurationNs: Nanos? = nil, width: Int? = nil, take: Int? = nil, reset: ControlReset? = nil, timeoutMs: Int? = nil,
-                fps: Int? = nil) {
+                fps: Int? = nil, preRollNs: Nanos? = nil) {
+        self.preRollNs = preRollNs
         self.width = width
         self.fps = fps
         self.timeoutMs = timeoutMs
@@ -199,6 +203,10 @@ public struct Reply: Codable, Sendable, Equatable {
     public var takes: [TakeInfo]?
     /// `start` only: the start instant (CLOCK_MONOTONIC ns on reeld's host): nothing captured before it is recorded.
     public var startNs: Nanos?
+    /// `start` only, with standby: the pre-roll it got (ns): `startNs` lies this long before the
+    /// request reached reeld (less than asked when the devices opened, or the last recording
+    /// ended, more recently than that).
+    public var preRollNs: Nanos?
     /// `snapshot` only: the JPEG and what it shows.
     public var snapshot: SnapshotInfo?
     /// `preview` only: the size and rate of the frames that follow.

@@ -91,6 +91,8 @@ public struct StatusInfo: Codable, Sendable, Equatable {
     /// frame's; without video, the instant its audio is cut from (with standby the start request's,
     /// else when the devices started). nil while idle or until that frame comes.
     public var originNs: Nanos?
+    /// With `pre_roll`: the pre-roll a `start` now would get (ns; 0 unless idle and warm); nil without one.
+    public var preRollNs: Nanos?
 
     public init(state: RecorderState, file: String?, segments: [SegmentInfo], recordedNs: Nanos,
                 frames: Int64, droppedFrames: Int64, audioSamples: Int64, lastFile: String?,

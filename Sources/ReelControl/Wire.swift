@@ -78,6 +78,9 @@ public enum Wire {
         if cmd == .start, let problem = envelope.maxDurationProblem {
             return bad(problem)
         }
+        if cmd == .start, let problem = envelope.preRollProblem {
+            return bad(problem)
+        }
         if !envelope.widthValid || ((cmd == .snapshot || cmd == .preview) && (envelope.width ?? 16) < 16) {
             return bad("bad \"width\": must be an integer of at least 16 (pixels; or left out for \(cmd == .preview ? "640" : "the captured size"))")
         }
@@ -103,7 +106,7 @@ public enum Wire {
                                 maxDurationNs: cmd == .start ? envelope.maxDurationNs : nil,
                                 width: cmd == .snapshot || cmd == .preview ? envelope.width : nil, take: cmd == .undo ? envelope.take : nil,
                                 reset: cmd == .set ? envelope.reset : nil, timeoutMs: envelope.timeoutMs,
-                                fps: cmd == .preview ? envelope.fps : nil))
+                                fps: cmd == .preview ? envelope.fps : nil, preRollNs: cmd == .start ? envelope.preRollNs : nil))
     }
 
     /// The longest label, in UTF-8 bytes.
@@ -183,6 +186,8 @@ public enum Wire {
         var labelValid = true
         var maxDurationNs: Nanos?
         var maxDurationValid = true
+        var preRollNs: Nanos?
+        var preRollValid = true
         var width: Int?
         var widthValid = true
         var fps: Int?
@@ -199,7 +204,16 @@ public enum Wire {
             return maxDurationNs.flatMap(Wire.maxDurationProblem)
         }
 
-        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args, label, maxDurationNs, width, fps, take, reset, timeoutMs }
+        /// The bounds only; whether the configured pre-roll holds that much is reeld's to say.
+        var preRollProblem: String? {
+            guard preRollValid, let ns = preRollNs else {
+                return preRollValid ? nil : "bad \"preRollNs\": must be an integer number of nanoseconds (or left out)"
+            }
+            let max = Int64(PreRoll.maxSeconds) * nanosPerSecond
+            return (0...max).contains(ns) ? nil : "bad \"preRollNs\": \(ns) is out of range 0 to \(max) (ns; 0 for none)"
+        }
+
+        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args, label, maxDurationNs, preRollNs, width, fps, take, reset, timeoutMs }
 
         init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -226,6 +240,10 @@ public enum Wire {
             if c.contains(.maxDurationNs), (try? c.decodeNil(forKey: .maxDurationNs)) != true {
                 maxDurationNs = try? c.decode(Nanos.self, forKey: .maxDurationNs)
                 maxDurationValid = maxDurationNs != nil
+            }
+            if c.contains(.preRollNs), (try? c.decodeNil(forKey: .preRollNs)) != true {
+                preRollNs = try? c.decode(Nanos.self, forKey: .preRollNs)
+                preRollValid = preRollNs != nil
             }
             if c.contains(.width), (try? c.decodeNil(forKey: .width)) != true {
                 width = try? c.decode(Int.self, forKey: .width)

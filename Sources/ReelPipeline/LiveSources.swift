@@ -31,6 +31,10 @@ package final class LiveSources: MediaSink, @unchecked Sendable {
     package let audioFormat: AudioFormat?
     /// The levels meter, made at the first block metered; the audio capture thread's only.
     private var levels: LevelsWindow?
+    /// What the idle sources keep for a `start` (`pre_roll`), and how many items of each stream
+    /// they may hold (`PreRoll.holdCap`: the pools' extra slots).
+    package let preRoll: PreRoll
+    private let holdCap: (video: Int, audio: Int)
 
     private let monitor = Monitor()
     private var target: (any MediaSink)?
@@ -50,7 +54,11 @@ package final class LiveSources: MediaSink, @unchecked Sendable {
     private var previewFrom: Nanos?
 
     package init(video: (any CaptureSource)?, audio: (any CaptureSource)?, videoFormat: VideoFormat?,
-                 audioFormat: AudioFormat? = nil, feed: LiveFeed? = nil) {
+                 audioFormat: AudioFormat? = nil, feed: LiveFeed? = nil, preRoll: PreRoll = PreRoll(0),
+                 extraSlots: (video: Int, audio: Int) = (0, 0)) {
+        self.preRoll = preRoll
+        holdCap = (preRoll.holdCap(poolSlots: video?.pool.slots ?? 2, extraSlots: extraSlots.video),
+                   preRoll.holdCap(poolSlots: audio?.pool.slots ?? 2, extraSlots: extraSlots.audio))
         self.video = video
         self.audio = audio
         self.videoFormat = videoFormat
@@ -60,14 +68,16 @@ package final class LiveSources: MediaSink, @unchecked Sendable {
     }
 
     /// Opens the live sources `config` names (a camera, an ALSA device, the paced synthetic
-    /// sources; files are not live: nil). `videoOnly`: a brief open for a snapshot.
-    package static func open(_ config: RecorderConfig, logger: Logger, videoOnly: Bool = false, feed: LiveFeed? = nil) throws -> LiveSources? {
+    /// sources; files are not live: nil). `videoOnly`: a brief open for a snapshot. `preRoll`:
+    /// standby's, whose extra pool slots are allocated here, once.
+    package static func open(_ config: RecorderConfig, logger: Logger, videoOnly: Bool = false, feed: LiveFeed? = nil,
+                             preRoll: PreRoll = PreRoll(0)) throws -> LiveSources? {
         guard config.paced else { return nil }
         if case .y4m = config.video { return nil }
         if !videoOnly, case .wav = config.audio { return nil }
-        let (vs, aso) = try config.openSources(logger: logger, videoOnly: videoOnly)
+        let (vs, aso, extra) = try config.openSources(logger: logger, videoOnly: videoOnly, preRoll: preRoll)
         return LiveSources(video: vs, audio: aso, videoFormat: vs == nil ? nil : config.videoFormat,
-                           audioFormat: aso == nil ? nil : config.audioFormat, feed: feed)
+                           audioFormat: aso == nil ? nil : config.audioFormat, feed: feed, preRoll: preRoll, extraSlots: extra)
     }
 
     /// Whether `config`'s sources can be kept open (standby): live ones only, paced.
@@ -121,8 +131,37 @@ package final class LiveSources: MediaSink, @unchecked Sendable {
         }
     }
 
-    /// Idle and not armed: the pre-roll keeps the media of the last `StandbyState.preroll`, at
-    /// most half of each pool; older items go back to their pools. Under `monitor`.
+    /// For a `start` asked at `requestedAt` wanting `want` of pre-roll: arms at `requestedAt - want`,
+    /// or at the earliest instant every stream's held media covers when that is later
+    /// (`PreRoll.start`). Returns the start instant and the pre-roll it got.
+    package func arm(requestedAt: Nanos, preRoll want: Nanos) -> (at: Nanos, got: Nanos) {
+        let start = monitor.withLock { PreRoll.start(requestedAt: requestedAt, want: want, heldFrom: heldFrom) }
+        arm(at: start.at)
+        return start
+    }
+
+    /// Idle: the pre-roll a `start` now would get (the configured one, or less while the sources
+    /// have been open or back from a recording for less than that).
+    package func preRollAvailable(now: Nanos) -> Nanos {
+        monitor.withLock { target == nil ? preRoll.available(now: now, heldFrom: heldFrom) : 0 }
+    }
+
+    /// Under `monitor`: the earliest instant every stream's held media covers (`PreRoll.heldFrom`).
+    private var heldFrom: Nanos? {
+        var v: Nanos?, a: Nanos?
+        for e in held {
+            switch e {
+            case let .video(_, t): v = min(v ?? t, t)
+            case let .audio(_, _, _, t): a = min(a ?? t, t)
+            case .sourceFailed, .ended: break
+            }
+        }
+        return PreRoll.heldFrom(video: video == nil ? nil : .some(v), audio: audio == nil ? nil : .some(a))
+    }
+
+    /// Idle and not armed: the sources keep the media of the last `PreRoll.holdNs` (the pre-roll
+    /// plus a margin; audio a little more), at most `holdCap` items of each stream; older items
+    /// go back to their pools. Under `monitor`.
     private func trimHeld(newest: MediaEvent) {
         guard armedAt == nil else { return }
         let now: Nanos
@@ -131,15 +170,15 @@ package final class LiveSources: MediaSink, @unchecked Sendable {
         default: return
         }
         let isVideo: Bool = { if case .video = newest { return true }; return false }()
-        let cap = max(1, ((isVideo ? video?.pool.slots : audio?.pool.slots) ?? 2) / 2)
+        let cap = isVideo ? holdCap.video : holdCap.audio
         var count = 0
         for e in held { if case .video = e, isVideo { count += 1 } else if case .audio = e, !isVideo { count += 1 } }
         var kept = 0
         for e in held {
             var drop = false
             switch e {
-            case let .video(_, t) where isVideo: drop = count > cap || now - t > StandbyState.preroll
-            case let .audio(_, _, _, t) where !isVideo: drop = count > cap || now - t > StandbyState.preroll + StandbyState.audioHoldMargin
+            case let .video(_, t) where isVideo: drop = count > cap || now - t > preRoll.holdNs
+            case let .audio(_, _, _, t) where !isVideo: drop = count > cap || now - t > preRoll.audioHoldNs
             default: break
             }
             if drop { release(e); count -= 1 } else { held[kept] = e; kept += 1 }

@@ -47,6 +47,8 @@ public struct RecorderConfig: Sendable {
     public var cameraControls: [CameraControlAssignment] = []
     /// Keep the live sources open and streaming while idle (`standby`; see `StandbyState`).
     public var standby = false
+    /// With standby: a `start` records from this long (ns) before its request (`pre_roll`; see `PreRoll`).
+    public var preRoll: Nanos = 0
     /// The bounds of a live preview (`preview_max_width`, `preview_max_fps`).
     public var previewMaxWidth = 1280
     public var previewMaxFps = 15
@@ -88,22 +90,35 @@ public struct RecorderConfig: Sendable {
     }
 
     /// Opens the capture sources this configuration names (not started); `videoOnly`: no audio.
-    package func openSources(logger: Logger, videoOnly: Bool = false) throws -> (video: (any CaptureSource)?, audio: (any CaptureSource)?) {
+    /// `preRoll`: each live source's pool gets the extra slots that hold it (`PreRoll`), which
+    /// are returned (video, audio).
+    package func openSources(logger: Logger, videoOnly: Bool = false, preRoll: PreRoll = PreRoll(0)) throws
+        -> (video: (any CaptureSource)?, audio: (any CaptureSource)?, extraSlots: (video: Int, audio: Int)) {
         let vs: (any CaptureSource)?
+        var extra = (video: 0, audio: 0)
         switch video {
         case .none: vs = nil
-        case let .test(f): vs = TestVideoSource(format: f, paced: paced)
+        case let .test(f):
+            extra.video = paced ? preRoll.videoSlots(fps: f.fps) : 0
+            vs = TestVideoSource(format: f, paced: paced, extraSlots: extra.video)
         case let .y4m(path, _): vs = try FileVideoSource(path: path, paced: paced)
-        case let .v4l2(device, request): vs = try V4L2VideoSource(path: device, request: request, logger: logger, controls: cameraControls)
+        case let .v4l2(device, request):
+            extra.video = preRoll.videoSlots(fps: request.fps)
+            vs = try V4L2VideoSource(path: device, request: request, logger: logger, controls: cameraControls, extraSlots: extra.video)
         }
-        guard !videoOnly else { return (vs, nil) }
+        guard !videoOnly else { return (vs, nil, (extra.video, 0)) }
         let aso: (any CaptureSource)?
         switch audio {
         case .none: aso = nil
-        case let .test(f, skew): aso = TestAudioSource(format: f, skewPpm: skew, paced: paced)
+        case let .test(f, skew):
+            extra.audio = paced ? preRoll.audioSlots(chunkFrames: f.sampleRate / 100, sampleRate: f.sampleRate) : 0
+            aso = TestAudioSource(format: f, skewPpm: skew, paced: paced, poolSlots: 200 + extra.audio)
         case let .wav(path, _): aso = try FileAudioSource(path: path, paced: paced)
-        case let .alsa(device, f): aso = try ALSAAudioSource(device: device, format: f, logger: logger)
+        case let .alsa(device, f):
+            let a = try ALSAAudioSource(device: device, format: f, logger: logger, preRoll: preRoll)
+            extra.audio = a.extraSlots
+            aso = a
         }
-        return (vs, aso)
+        return (vs, aso, extra)
     }
 }

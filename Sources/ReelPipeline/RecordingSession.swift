@@ -46,7 +46,9 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
     package var handedOff: FinishedFile? { part.placed }
     package let config: RecorderConfig
     let logger: Logger
-    let queue = BlockingQueue<Event>(capacity: 1024)
+    /// Sized to hold every slot of both pools at once (`PreRoll.queueCapacity`): a held pre-roll
+    /// handed over in one go never overflows it.
+    let queue: BlockingQueue<Event>
     /// Fulfilled with how the recording ended when the pipeline thread ends.
     package let finished = Promise<RecordingOutcome>()
     private let monitor = Monitor()
@@ -106,9 +108,14 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         self.schedule = schedule
         self.logger = logger
         live = sources
-        let (vs, aso) = try sources.map { ($0.video, $0.audio) } ?? config.openSources(logger: logger)
+        let vs: (any CaptureSource)?, aso: (any CaptureSource)?
+        if let sources { (vs, aso) = (sources.video, sources.audio) } else {
+            let own = try config.openSources(logger: logger)
+            (vs, aso) = (own.video, own.audio)
+        }
         videoSource = vs
         audioSource = aso
+        queue = BlockingQueue<Event>(capacity: PreRoll.queueCapacity(videoSlots: vs?.pool.slots ?? 0, audioSlots: aso?.pool.slots ?? 0))
         if let f = config.videoFormat {
             // A file source hands over I420 (it converts as it reads); the converter then only views the slot.
             converter = try PixelConverter(width: f.width, height: f.height,

@@ -11,7 +11,7 @@ import ReelSystem
 /// The commands that make, steer and end a recording. What each may do and what each ending
 /// reports is `RecorderLifecycle`'s decision; these open, start, stop and hand on.
 extension Recorder {
-    func start(name: String?, label: String?, maxDurationNs: Nanos?, id: Int?, requestedAt: Nanos) -> Reply {
+    func start(name: String?, label: String?, maxDurationNs: Nanos?, preRollNs: Nanos? = nil, id: Int?, requestedAt: Nanos) -> Reply {
         lifecycle.lock(); defer { lifecycle.unlock() }
         if let refusal = changeLifecycle({ $0.startAsked() }) { return failure(id, refusal) }
         var config = self.config  // one configuration for the whole recording
@@ -22,6 +22,12 @@ extension Recorder {
             if let problem = Wire.maxDurationProblem(maxDurationNs) { return startRefused(.badRequest(problem), id: id) }
             config.maxDuration = maxDurationNs == 0 ? nil : maxDurationNs  // this recording's cap overrides max_duration
         }
+        // This recording's pre-roll: the configured one, or less; more than standby keeps is refused.
+        let wantPreRoll: Nanos
+        switch PreRoll(config.preRoll).forStart(preRollNs) {
+        case let .success(w): wantPreRoll = w
+        case let .failure(r): return startRefused(.badRequest(r.message), id: id)
+        }
         let paths: (part: String, final: String)
         switch outputPaths(name: name, dir: config.outputDir, outbox: config.outboxDir.map(Outbox.init(path:))) {
         case let .success(p): paths = p
@@ -30,13 +36,18 @@ extension Recorder {
         if config.minFreeBytes > 0, let free = Storage.freeBytes(config.outputDir), free < config.minFreeBytes {
             return startFailed("cannot start recording: only \(Storage.megabytes(free)) free in \(config.outputDir), below min_free_mb \(config.minFreeBytes / 1_000_000) (free some space, or lower min_free_mb)", id: id)
         }
-        // The devices: warm ones (standby) from the start instant on, else opened now.
+        // The devices: warm ones (standby) from the start instant on (the pre-roll before the
+        // request, as much as they hold), else opened now.
         var live: LiveSources?
         let warm: Bool
+        var startAt = requestedAt, preRollGot: Nanos = 0
         switch standby.borrow(until: SystemClock.now() + 5 * nanosPerSecond) {
         case let .success(s)?:
             live = s; warm = true
-            s.arm(at: requestedAt)
+            (startAt, preRollGot) = s.arm(requestedAt: requestedAt, preRoll: wantPreRoll)
+            if preRollGot < wantPreRoll {
+                logger.notice("pre-roll: \(PreRoll.seconds(preRollGot)) s of the \(PreRoll.seconds(wantPreRoll)) s asked (the devices opened, or the last recording ended, \(PreRoll.seconds(preRollGot)) s before the start)")
+            }
         case let .failure(why)?:
             return startFailed("cannot start recording: \(why)", id: id)
         case nil: warm = false
@@ -65,7 +76,7 @@ extension Recorder {
                 return $0.started(part: paths.part, final: paths.final, dir: config.outputDir, minFreeBytes: config.minFreeBytes,
                                        warm: warm, video: s.sourceDescriptions.video ?? "none", audio: s.sourceDescriptions.audio ?? "none")
             }
-            s.start(requestedAt: warm ? requestedAt : nil)
+            s.start(requestedAt: warm ? startAt : nil)
             perform(steps, config: config)
             refreshFreeSpace()
             stateChanged(file: paths.part)
@@ -76,7 +87,8 @@ extension Recorder {
             }
             var r = reply(id: id)
             r.file = paths.part
-            r.startNs = requestedAt  // with standby also the start cut; without, the devices open after it
+            r.startNs = startAt  // with standby the start cut (the pre-roll before the request); without, the devices open after it
+            if warm { r.preRollNs = preRollGot }
             return r
         } catch {
             unlink(paths.part)

@@ -112,7 +112,8 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         let given = request.timeoutMs.map { received + Nanos($0) * 1_000_000 - Self.replyMarginNs }
         let deadline = min(given ?? .max, received + RecordingSession.requestWaitNs)
         switch request.cmd {
-        case .start: return start(name: request.name, label: request.label, maxDurationNs: request.maxDurationNs, id: request.id, requestedAt: received)
+        case .start: return start(name: request.name, label: request.label, maxDurationNs: request.maxDurationNs, preRollNs: request.preRollNs,
+                                  id: request.id, requestedAt: received)
         case .snapshot: return snapshot(width: request.width, id: request.id, requestedAt: received)
         case .pause: return control(.pause, id: request.id, deadline: deadline)
         case .resume: return control(.resume, label: request.label, id: request.id, deadline: deadline)
@@ -252,6 +253,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         info.standby = standby.status.word
         info.remainingNs = snap.remaining
         info.originNs = snap.origin
+        if config.preRoll > 0 { info.preRollNs = s == nil ? standby.warm?.preRollAvailable(now: SystemClock.now()) ?? 0 : 0 }
         if current != nil {
             info.audioPeakDbfs = snap.audioPeak.map(Self.dbfs)
             info.bytesWritten = snap.bytesWritten

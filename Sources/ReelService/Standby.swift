@@ -72,7 +72,8 @@ final class Standby: @unchecked Sendable {
     }
 
     /// The sources' identity: a change reopens them.
-    private static func sourcesKey(_ c: RecorderConfig) -> String { "\(c.videoDescription)|\(c.audioDescription)|\(c.paced)" }
+    /// (A new pre-roll too: the pools are sized for it at open.)
+    private static func sourcesKey(_ c: RecorderConfig) -> String { "\(c.videoDescription)|\(c.audioDescription)|\(c.paced)|\(c.preRoll)" }
 
     /// For `start`: the warm sources (lent until `giveBack`), nil when standby is off (open them
     /// as usual), or the error a `start` gets. Waits (until `deadline`) for an open under way.
@@ -145,7 +146,7 @@ final class Standby: @unchecked Sendable {
             c.cameraControls += controls(c)
             let now = SystemClock.now()
             do {
-                guard let s = try LiveSources.open(c, logger: logger, feed: feed) else {
+                guard let s = try LiveSources.open(c, logger: logger, feed: feed, preRoll: PreRoll(c.preRoll)) else {
                     throw ControlErrorText("the sources cannot be kept open (files, or unpaced)")
                 }
                 s.onFailure = { [weak self] msg in self?.sourceFailed(s, msg) }
@@ -158,7 +159,8 @@ final class Standby: @unchecked Sendable {
                     return true
                 }
                 if !keep { s.stop(); continue }
-                logger.notice("standby: \(s.video?.description ?? "no video") and \(s.audio?.description ?? "no audio") open and streaming (nothing is recorded until 'start')")
+                let held = c.preRoll > 0 ? "; a start records from \(PreRoll.seconds(c.preRoll)) s before it, as raw frames held in memory" : ""
+                logger.notice("standby: \(s.video?.description ?? "no video") and \(s.audio?.description ?? "no audio") open and streaming (nothing is recorded until 'start'\(held))")
             } catch {
                 let msg = "\(error)"
                 let delay: Nanos = monitor.withLock {

@@ -43,14 +43,14 @@ func required<T>(_ value: T?, in command: Command, _ what: String) throws -> T {
 /// exits 1 (refused by reeld) or 2 (could not talk to reeld).
 func perform(_ cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil, label: String? = nil,
              maxDurationNs: Nanos? = nil, width: Int? = nil, take: Int? = nil, reset: ControlReset? = nil, options: GlobalOptions,
-             defaultTimeoutSeconds: Int = 15) throws -> Reply {
+             defaultTimeoutSeconds: Int = 15, preRollNs: Nanos? = nil) throws -> Reply {
     let path = SocketPath.resolve(explicit: options.socket, environment: ProcessInfo.processInfo.environment)
     let timeoutMs = (options.timeout ?? defaultTimeoutSeconds) * 1000
     let reply: Reply
     do {
         let client = try ControlClient(path: path)
         reply = try client.send(Request(id: 1, cmd: cmd, name: name, args: args, label: label, maxDurationNs: maxDurationNs, width: width,
-                                           take: take, reset: reset, timeoutMs: timeoutMs), timeoutMs: timeoutMs)
+                                           take: take, reset: reset, timeoutMs: timeoutMs, preRollNs: preRollNs), timeoutMs: timeoutMs)
     } catch {
         printError("\(error)")
         throw ExitCode(ExitStatus.usage)

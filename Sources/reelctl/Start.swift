@@ -20,7 +20,12 @@ struct Start: ParsableCommand {
         valueName: "seconds"))
     var maxDuration: String?
 
-    @Flag(name: .long, help: "Print the reply as JSON instead: the .part path as \"file\" and, with standby, the start instant as \"startNs\" (CLOCK_MONOTONIC ns on reeld's host; nothing captured before it is recorded).")
+    @Option(name: .long, help: ArgumentHelp(
+        "Pre-roll of this recording in seconds (up to 3 decimals, e.g. 1.5): it begins this long before the request reached reeld; at most reeld's pre_roll (what standby keeps), which is the default; 0 for none.",
+        valueName: "seconds"))
+    var preRoll: String?
+
+    @Flag(name: .long, help: "Print the reply as JSON instead: the .part path as \"file\" and, with standby, the start instant as \"startNs\" (CLOCK_MONOTONIC ns on reeld's host; nothing captured before it is recorded) and the pre-roll it got as \"preRollNs\" (startNs + preRollNs is when the request reached reeld).")
     var json = false
 
     @OptionGroup var global: GlobalOptions
@@ -33,15 +38,19 @@ struct Start: ParsableCommand {
         if let maxDuration, LengthCap.parse(maxDuration) == nil {
             throw ValidationError("--max-duration \(LengthCap.problem(maxDuration))")
         }
+        if let preRoll, PreRoll.parse(preRoll) == nil {
+            throw ValidationError("--pre-roll \(PreRoll.problem(preRoll))")
+        }
     }
 
     func run() throws {
         let cap = maxDuration.flatMap(LengthCap.parse)
-        let reply = try perform(.start, name: name, label: label, maxDurationNs: cap, options: global)
+        let reply = try perform(.start, name: name, label: label, maxDurationNs: cap, options: global,
+                                preRollNs: preRoll.flatMap(PreRoll.parse))
         let file = try requireFile(reply, .start)
         if json {
-            struct Out: Encodable { let file: String; let startNs: Nanos? }
-            print(try Wire.text(Out(file: file, startNs: reply.startNs)))
+            struct Out: Encodable { let file: String; let startNs: Nanos?; let preRollNs: Nanos? }
+            print(try Wire.text(Out(file: file, startNs: reply.startNs, preRollNs: reply.preRollNs)))
         } else {
             print(file)
         }

@@ -283,9 +283,23 @@ struct DaemonOptions: ParsableArguments {
         config.maxDuration = s.maxDuration
         config.cameraControls = settings.cameraControls
         config.standby = s.standby
+        config.preRoll = s.preRoll
+        try checkPreRoll(settings, config)
         config.previewMaxWidth = s.previewMaxWidth
         config.previewMaxFps = s.previewMaxFps
         return config
+    }
+
+    /// A pre-roll needs warm sources, and memory within pre_roll_max_mb (`PreRoll`).
+    private func checkPreRoll(_ settings: DaemonSettings, _ config: RecorderConfig) throws(ConfigError) {
+        let p = PreRoll(config.preRoll)
+        if let problem = p.standbyProblem(standby: config.standby, canBeWarm: LiveSources.canBeWarm(config)) {
+            throw settings.error(.preRoll, problem)
+        }
+        let video = config.videoFormat.map { (frameBytes: $0.pixelFormat.frameBytes(width: $0.width, height: $0.height), fps: $0.fps) }
+        if let problem = p.memoryProblem(bytes: p.bytes(video: video, audio: config.audioFormat), limitMB: settings.values.preRollMaxMB) {
+            throw settings.error(.preRoll, problem)
+        }
     }
 
     /// Opens a source file once to learn its format; a bad file is a startup error naming it.

@@ -219,3 +219,34 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(s.warnings, ["[camera.controls] in \(path) is ignored: the video source is 'test', not a V4L2 camera"])
     }
 }
+
+/// `pre_roll` and `pre_roll_max_mb` (issue 25): seconds to integer ns from every layer, refused
+/// when malformed, daemon-only. (The refusals that combine keys, standby and memory, are
+/// `PreRoll`'s, tested in ReelCoreTests, and reeld's, in Tests/e2e/test_preroll.py.)
+final class PreRollSettingTests: XCTestCase {
+    func testPreRollIsReadAsIntegerNanosecondsFromEveryLayer() throws {
+        let path = NSTemporaryDirectory() + "preroll-\(getpid()).toml"
+        try "pre_roll = \"1.5\"\npre_roll_max_mb = 64\n".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { unlink(path) }
+        let f = try DaemonSettings.resolve(configPath: path, environment: [:], flags: [:])
+        XCTAssertEqual(f.values.preRoll, 1_500_000_000)
+        XCTAssertEqual(f.values.preRollMaxMB, 64)
+        let e = try DaemonSettings.resolve(configPath: path, environment: ["REEL_PRE_ROLL": "0.125"], flags: [:])
+        XCTAssertEqual(e.values.preRoll, 125_000_000)
+        let g = try DaemonSettings.resolve(configPath: path, environment: ["REEL_PRE_ROLL": "0.125"], flags: [.preRoll: .string("3")])
+        XCTAssertEqual(g.values.preRoll, 3_000_000_000)
+        XCTAssertEqual(g.origin(of: .preRoll), .flag("--pre-roll"))
+        XCTAssertEqual(Settings.defaults.preRoll, 0)
+        XCTAssertEqual(Settings.defaults.preRollMaxMB, 256)
+        XCTAssertTrue(SettingKey.preRoll.spec.serveOnly && SettingKey.preRollMaxMB.spec.serveOnly)
+    }
+
+    func testMalformedPreRollNamesTheKeyAndTheForm() {
+        XCTAssertThrowsError(try DaemonSettings.resolve(configPath: "/dev/null", environment: [:], flags: [.preRoll: .string("1.2345")])) {
+            XCTAssertTrue("\($0)".contains("'1.2345' is not a number of seconds from 0 to 300 with at most 3 decimals"), "\($0)")
+        }
+        XCTAssertThrowsError(try DaemonSettings.resolve(configPath: "/dev/null", environment: ["REEL_PRE_ROLL_MAX_MB": "0"], flags: [:])) {
+            XCTAssertTrue("\($0)".contains("REEL_PRE_ROLL_MAX_MB"), "\($0)")
+        }
+    }
+}

@@ -80,6 +80,7 @@ final class HostileConfigTests: XCTestCase {
                                "9223372036854775807", "9223372036854775807/9223372036854775806", "-9223372036854775808", "/", "30/"]
         case .pixelFormat: specific = ["", "rgb24", "yuyv ", "h264"]
         case .maxDuration: specific = ["", "-1", "1.2345", "2.", ".5", "1e3", "604801", "604800.001", "+2", " 2", "2,5", "9223372036854775807", "0x10"]
+        case .preRoll: specific = ["", "-1", "1.2345", "2.", ".5", "1e3", "301", "300.001", "+2", " 2", "1,5", "9223372036854775807"]
         case .preset: specific = ["", "ultrafasst", "VERYFAST", "veryfast,fast"]
         case .tune: specific = ["films", "film,grain", "film,", ",", "zerolatency,zerolatency", " film"]
         case .profile: specific = ["", "high10", "High", "high444"]
@@ -90,7 +91,8 @@ final class HostileConfigTests: XCTestCase {
         case .outboxDir: specific = ["outbox", "./outbox", "/" + String(repeating: "o", count: 5000)]
         case .onFinish: return ["relative/upload", "", "upload"]  // the env/flag form: one program path
         case .standby: return ["", "maybe", "2", "truee", "TRUE x"]
-        case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout, .previewMaxWidth, .previewMaxFps, .keepFreeMB: return []
+        case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout, .previewMaxWidth, .previewMaxFps,
+             .preRollMaxMB, .keepFreeMB: return []
         }
         return specific + common
     }
@@ -107,6 +109,7 @@ final class HostileConfigTests: XCTestCase {
         case .fps: return ["30", "1", "240", "30000/1001", "480/2"].map { .string($0) }
         case .pixelFormat: return ["yuyv", "i420", "mjpeg"].map { .string($0) }
         case .maxDuration: return ["0", "2", "2.5", "0.001", "90.125", "604800", "604800.000"].map { .string($0) }
+        case .preRoll: return ["0", "1.5", "0.001", "3", "300", "300.000"].map { .string($0) }
         case .preset: return ["ultrafast", "placebo"].map { .string($0) }
         case .tune: return ["", "film", "film,zerolatency", "fastdecode,zerolatency"].map { .string($0) }
         case .profile: return ["baseline", "high"].map { .string($0) }
@@ -117,7 +120,8 @@ final class HostileConfigTests: XCTestCase {
         case .outboxDir: return ["", "/var/lib/reel/outbox"].map { .string($0) }
         case .onFinish: return [.strings([]), .strings(["/usr/bin/upload", "--to", "x y"])]
         case .standby: return [.bool(true), .bool(false)]
-        case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout, .previewMaxWidth, .previewMaxFps, .keepFreeMB:
+        case .sampleRate, .channels, .crf, .bitrate, .keyint, .audioBitrate, .minFreeMB, .onFinishTimeout, .previewMaxWidth, .previewMaxFps,
+             .preRollMaxMB, .keepFreeMB:
             let r = k.intRange!.range
             return [.int(r.lowerBound), .int(r.upperBound)]
         }

@@ -25,14 +25,14 @@ final class LiveViewTests: XCTestCase {
         s.bytesWritten = 123_456
         s.freeBytes = 9_000_000_000
         let text = try Wire.text(s)
-        XCTAssertTrue(text.hasSuffix(#""uptimeNs":1,"audioPeakDbfs":[-6.0,null],"bytesWritten":123456,"freeBytes":9000000000,"takes":[],"remainingNs":null,"standby":null,"originNs":null}"#), text)
+        XCTAssertTrue(text.hasSuffix(#""uptimeNs":1,"audioPeakDbfs":[-6.0,null],"bytesWritten":123456,"freeBytes":9000000000,"takes":[],"remainingNs":null,"standby":null,"originNs":null,"preRollNs":null}"#), text)
         XCTAssertEqual(try JSONDecoder().decode(StatusInfo.self, from: Data(text.utf8)), s)
 
         var idle = s
         idle.audioPeakDbfs = []
         idle.bytesWritten = nil
         idle.freeBytes = nil
-        XCTAssertTrue(try Wire.text(idle).hasSuffix(#""audioPeakDbfs":[],"bytesWritten":null,"freeBytes":null,"takes":[],"remainingNs":null,"standby":null,"originNs":null}"#))
+        XCTAssertTrue(try Wire.text(idle).hasSuffix(#""audioPeakDbfs":[],"bytesWritten":null,"freeBytes":null,"takes":[],"remainingNs":null,"standby":null,"originNs":null,"preRollNs":null}"#))
     }
 
     func testEventLines() throws {

@@ -27,7 +27,7 @@ final class ProtocolTests: XCTestCase {
                                 lastFile: nil, lastError: nil, video: "test 640x360 30/1 yuyv",
                                 audio: "test 48000 Hz 1 ch", uptimeNs: 9)
         let json = try text(status)
-        XCTAssertEqual(json, #"{"state":"idle","file":null,"segments":[{"index":0,"durationNs":2000000000}],"recordedNs":2000000000,"frames":60,"droppedFrames":0,"audioSamples":96000,"audioFilledSamples":0,"lastFile":null,"lastError":null,"video":"test 640x360 30/1 yuyv","audio":"test 48000 Hz 1 ch","uptimeNs":9,"audioPeakDbfs":[],"bytesWritten":null,"freeBytes":null,"takes":[],"remainingNs":null,"standby":null,"originNs":null}"#)
+        XCTAssertEqual(json, #"{"state":"idle","file":null,"segments":[{"index":0,"durationNs":2000000000}],"recordedNs":2000000000,"frames":60,"droppedFrames":0,"audioSamples":96000,"audioFilledSamples":0,"lastFile":null,"lastError":null,"video":"test 640x360 30/1 yuyv","audio":"test 48000 Hz 1 ch","uptimeNs":9,"audioPeakDbfs":[],"bytesWritten":null,"freeBytes":null,"takes":[],"remainingNs":null,"standby":null,"originNs":null,"preRollNs":null}"#)
         let reply = Reply.success(id: 3, file: "/srv/reel/a.mp4", status: status)
         let decoded = try JSONDecoder().decode(Reply.self, from: Data(try Wire.line(reply)))
         XCTAssertEqual(decoded, reply)

@@ -34,10 +34,10 @@ final class SnapshotProtocolTests: XCTestCase {
     func testStatusCarriesStandby() throws {
         var st = StatusInfo(state: .idle, file: nil, segments: [], recordedNs: 0, frames: 0, droppedFrames: 0, audioSamples: 0,
                             lastFile: nil, lastError: nil, video: "none", audio: "none", uptimeNs: 1)
-        XCTAssertTrue(try Wire.text(st).hasSuffix(#","remainingNs":null,"standby":null,"originNs":null}"#))
+        XCTAssertTrue(try Wire.text(st).hasSuffix(#","remainingNs":null,"standby":null,"originNs":null,"preRollNs":null}"#))
         st.standby = "warm"
         st.originNs = 81_234_000_000
-        XCTAssertTrue(try Wire.text(st).hasSuffix(#","standby":"warm","originNs":81234000000}"#))
+        XCTAssertTrue(try Wire.text(st).hasSuffix(#","standby":"warm","originNs":81234000000,"preRollNs":null}"#))
         let back = try JSONDecoder().decode(StatusInfo.self, from: Data(try Wire.text(st).utf8))
         XCTAssertEqual(back.standby, "warm")
         XCTAssertEqual(back.originNs, 81_234_000_000)

@@ -25,13 +25,13 @@ final class StatusWireTests: XCTestCase {
         return s
     }()
 
-    static let fullText = #"{"state":"paused","file":"/srv/reel/a \"b\"\n.mp4.part","segments":[{"index":0,"durationNs":2000000000},{"index":1,"durationNs":1500000001}],"recordedNs":3500000001,"frames":105,"droppedFrames":2,"audioSamples":168000,"audioFilledSamples":480,"lastFile":"/srv/reel/é🎬.mp4","lastError":"tab\there\\","video":"test 640x360 30/1 yuyv","audio":"test 48000 Hz 2 ch","uptimeNs":9223372036854775807,"audioPeakDbfs":[-6.0,null,-0.1,-12.3,0.0,-90.3],"bytesWritten":1234567,"freeBytes":9000000000000,"takes":[{"number":1,"label":"intro","title":"intro","startNs":0,"durationNs":2000000000},{"number":2,"label":null,"title":"Take 2","startNs":2000000000,"durationNs":null}],"remainingNs":0,"standby":"warm","originNs":-5}"#
+    static let fullText = #"{"state":"paused","file":"/srv/reel/a \"b\"\n.mp4.part","segments":[{"index":0,"durationNs":2000000000},{"index":1,"durationNs":1500000001}],"recordedNs":3500000001,"frames":105,"droppedFrames":2,"audioSamples":168000,"audioFilledSamples":480,"lastFile":"/srv/reel/é🎬.mp4","lastError":"tab\there\\","video":"test 640x360 30/1 yuyv","audio":"test 48000 Hz 2 ch","uptimeNs":9223372036854775807,"audioPeakDbfs":[-6.0,null,-0.1,-12.3,0.0,-90.3],"bytesWritten":1234567,"freeBytes":9000000000000,"takes":[{"number":1,"label":"intro","title":"intro","startNs":0,"durationNs":2000000000},{"number":2,"label":null,"title":"Take 2","startNs":2000000000,"durationNs":null}],"remainingNs":0,"standby":"warm","originNs":-5,"preRollNs":null}"#
 
     /// As little set as the type allows.
     static let sparse = StatusInfo(state: .idle, file: nil, segments: [], recordedNs: 0, frames: 0, droppedFrames: 0,
                                    audioSamples: 0, lastFile: nil, lastError: nil, video: "", audio: "", uptimeNs: 0)
 
-    static let sparseText = #"{"state":"idle","file":null,"segments":[],"recordedNs":0,"frames":0,"droppedFrames":0,"audioSamples":0,"audioFilledSamples":0,"lastFile":null,"lastError":null,"video":"","audio":"","uptimeNs":0,"audioPeakDbfs":[],"bytesWritten":null,"freeBytes":null,"takes":[],"remainingNs":null,"standby":null,"originNs":null}"#
+    static let sparseText = #"{"state":"idle","file":null,"segments":[],"recordedNs":0,"frames":0,"droppedFrames":0,"audioSamples":0,"audioFilledSamples":0,"lastFile":null,"lastError":null,"video":"","audio":"","uptimeNs":0,"audioPeakDbfs":[],"bytesWritten":null,"freeBytes":null,"takes":[],"remainingNs":null,"standby":null,"originNs":null,"preRollNs":null}"#
 
     func testFullStatusBytes() throws {
         XCTAssertEqual(try Wire.text(Self.full), Self.fullText)

@@ -100,7 +100,7 @@ final class TakesProtocolTests: XCTestCase {
                    TakeInfo(number: 2, label: nil, title: "Take 2", startNs: 1_000_000_000, durationNs: nil)]
         s.remainingNs = 500
         let text = try Wire.text(s)
-        XCTAssertTrue(text.hasSuffix(#""takes":[{"number":1,"label":"intro","title":"intro","startNs":0,"durationNs":1000000000},{"number":2,"label":null,"title":"Take 2","startNs":1000000000,"durationNs":null}],"remainingNs":500,"standby":null,"originNs":null}"#), text)
+        XCTAssertTrue(text.hasSuffix(#""takes":[{"number":1,"label":"intro","title":"intro","startNs":0,"durationNs":1000000000},{"number":2,"label":null,"title":"Take 2","startNs":1000000000,"durationNs":null}],"remainingNs":500,"standby":null,"originNs":null,"preRollNs":null}"#), text)
         XCTAssertEqual(try JSONDecoder().decode(StatusInfo.self, from: Data(text.utf8)), s)
         var r = Reply(id: 2, ok: true)
         r.takes = s.takes

@@ -144,6 +144,7 @@ extension Request: OrderedJSON {
             if let label { o.field("label", label) }
             if let maxDurationNs { o.field("maxDurationNs", maxDurationNs) }
             if let preRollNs { o.field("preRollNs", preRollNs) }
+            if let atNs { o.field("atNs", atNs) }
             if let width { o.field("width", width) }
             if let fps { o.field("fps", fps) }
             if let take { o.field("take", take) }

@@ -62,6 +62,11 @@ public struct Request: Codable, Sendable, Equatable {
     /// Only meaningful for `start`: this recording's pre-roll in ns (at most the `pre_roll`
     /// setting; nil: that setting's). It begins this long before the request reached reeld.
     public var preRollNs: Nanos?
+    /// Only meaningful for `start`: the instant its user asked (CLOCK_MONOTONIC ns on reeld's host,
+    /// e.g. a button's input event). With standby the recording (and its pre-roll) counts from
+    /// there, not from the request's arrival, if it lies at most `PreRoll.askedWindow` (250 ms)
+    /// before it (an older one counts as that far back, a later one as the arrival).
+    public var atNs: Nanos?
     /// Only meaningful for `snapshot` and `preview`: scale the image to this many columns (nil:
     /// as captured for a snapshot, 640 for a preview).
     public var width: Int?
@@ -77,8 +82,9 @@ public struct Request: Codable, Sendable, Equatable {
 
     public init(v: Int = protocolVersion, id: Int? = nil, cmd: Command, name: String? = nil, args: [String: CameraControlInput]? = nil,
                 label: String? = nil, maxDurationNs: Nanos? = nil, width: Int? = nil, take: Int? = nil, reset: ControlReset? = nil, timeoutMs: Int? = nil,
-                fps: Int? = nil, preRollNs: Nanos? = nil) {
+                fps: Int? = nil, preRollNs: Nanos? = nil, atNs: Nanos? = nil) {
         self.preRollNs = preRollNs
+        self.atNs = atNs
         self.width = width
         self.fps = fps
         self.timeoutMs = timeoutMs

@@ -78,6 +78,9 @@ public enum Wire {
         if cmd == .start, let problem = envelope.maxDurationProblem {
             return bad(problem)
         }
+        if cmd == .start, !envelope.atValid {
+            return bad("bad \"atNs\": must be an integer number of nanoseconds on reeld's CLOCK_MONOTONIC (or left out)")
+        }
         if cmd == .start, let problem = envelope.preRollProblem {
             return bad(problem)
         }
@@ -106,7 +109,8 @@ public enum Wire {
                                 maxDurationNs: cmd == .start ? envelope.maxDurationNs : nil,
                                 width: cmd == .snapshot || cmd == .preview ? envelope.width : nil, take: cmd == .undo ? envelope.take : nil,
                                 reset: cmd == .set ? envelope.reset : nil, timeoutMs: envelope.timeoutMs,
-                                fps: cmd == .preview ? envelope.fps : nil, preRollNs: cmd == .start ? envelope.preRollNs : nil))
+                                fps: cmd == .preview ? envelope.fps : nil, preRollNs: cmd == .start ? envelope.preRollNs : nil,
+                                atNs: cmd == .start ? envelope.atNs : nil))
     }
 
     /// The longest label, in UTF-8 bytes.
@@ -188,6 +192,8 @@ public enum Wire {
         var maxDurationValid = true
         var preRollNs: Nanos?
         var preRollValid = true
+        var atNs: Nanos?
+        var atValid = true
         var width: Int?
         var widthValid = true
         var fps: Int?
@@ -213,7 +219,7 @@ public enum Wire {
             return (0...max).contains(ns) ? nil : "bad \"preRollNs\": \(ns) is out of range 0 to \(max) (ns; 0 for none)"
         }
 
-        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args, label, maxDurationNs, preRollNs, width, fps, take, reset, timeoutMs }
+        enum CodingKeys: String, CodingKey { case v, id, cmd, name, args, label, maxDurationNs, preRollNs, atNs, width, fps, take, reset, timeoutMs }
 
         init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -244,6 +250,10 @@ public enum Wire {
             if c.contains(.preRollNs), (try? c.decodeNil(forKey: .preRollNs)) != true {
                 preRollNs = try? c.decode(Nanos.self, forKey: .preRollNs)
                 preRollValid = preRollNs != nil
+            }
+            if c.contains(.atNs), (try? c.decodeNil(forKey: .atNs)) != true {
+                atNs = try? c.decode(Nanos.self, forKey: .atNs)
+                atValid = atNs != nil
             }
             if c.contains(.width), (try? c.decodeNil(forKey: .width)) != true {
                 width = try? c.decode(Int.self, forKey: .width)

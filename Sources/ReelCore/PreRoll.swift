@@ -99,6 +99,19 @@ public struct PreRoll: Equatable, Sendable {
         return .success(asked)
     }
 
+    /// How far before its request's arrival a start may say its user asked (`atNs`: a button's
+    /// input event): the way the request came (a process woken late, the socket, a busy host)
+    /// then costs no frame. Well inside what the warm sources hold beyond the pre-roll (`margin`).
+    public static let askedWindow: Nanos = 250_000_000
+
+    /// The instant a start counts from: the one its user asked at (`at`), at most `askedWindow`
+    /// before the request reached reeld (`requestedAt`; older counts as that far back), never
+    /// after it (a later one, or none, is the arrival). No subtraction of `at`: any Int64 is safe.
+    public static func askedAt(requestedAt: Nanos, at: Nanos?) -> Nanos {
+        guard let at else { return requestedAt }
+        return min(requestedAt, max(at, requestedAt - askedWindow))
+    }
+
     /// Where a start asked at `requestedAt` wanting `want` of pre-roll begins: `requestedAt - want`,
     /// but never before `heldFrom` (the earliest instant the held media of every stream covers;
     /// nil: nothing held). `got` is the pre-roll it gets (`requestedAt - at`, 0 to `want`).

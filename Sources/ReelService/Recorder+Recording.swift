@@ -11,7 +11,7 @@ import ReelSystem
 /// The commands that make, steer and end a recording. What each may do and what each ending
 /// reports is `RecorderLifecycle`'s decision; these open, start, stop and hand on.
 extension Recorder {
-    func start(name: String?, label: String?, maxDurationNs: Nanos?, preRollNs: Nanos? = nil, id: Int?, requestedAt: Nanos) -> Reply {
+    func start(name: String?, label: String?, maxDurationNs: Nanos?, preRollNs: Nanos? = nil, askedAt: Nanos? = nil, id: Int?, requestedAt: Nanos) -> Reply {
         lifecycle.lock(); defer { lifecycle.unlock() }
         if let refusal = changeLifecycle({ $0.startAsked() }) { return failure(id, refusal) }
         var config = self.config  // one configuration for the whole recording
@@ -44,7 +44,8 @@ extension Recorder {
         switch standby.borrow(until: SystemClock.now() + 5 * nanosPerSecond) {
         case let .success(s)?:
             live = s; warm = true
-            (startAt, preRollGot) = s.arm(requestedAt: requestedAt, preRoll: wantPreRoll)
+            // From the instant the user asked (a button's event), when the request says it.
+            (startAt, preRollGot) = s.arm(requestedAt: PreRoll.askedAt(requestedAt: requestedAt, at: askedAt), preRoll: wantPreRoll)
             if preRollGot < wantPreRoll {
                 logger.notice("pre-roll: \(PreRoll.seconds(preRollGot)) s of the \(PreRoll.seconds(wantPreRoll)) s asked (the devices opened, or the last recording ended, \(PreRoll.seconds(preRollGot)) s before the start)")
             }

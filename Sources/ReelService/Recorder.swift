@@ -113,7 +113,7 @@ public final class Recorder: ControlHandler, @unchecked Sendable {
         let deadline = min(given ?? .max, received + RecordingSession.requestWaitNs)
         switch request.cmd {
         case .start: return start(name: request.name, label: request.label, maxDurationNs: request.maxDurationNs, preRollNs: request.preRollNs,
-                                  id: request.id, requestedAt: received)
+                                  askedAt: request.atNs, id: request.id, requestedAt: received)
         case .snapshot: return snapshot(width: request.width, id: request.id, requestedAt: received)
         case .pause: return control(.pause, id: request.id, deadline: deadline)
         case .resume: return control(.resume, label: request.label, id: request.id, deadline: deadline)

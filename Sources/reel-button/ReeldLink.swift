@@ -149,7 +149,10 @@ struct ReeldLink: Sendable {
             awaitingOrigin = nil
             let (command, eventNs) = next
             let timeoutMs = command == .stop ? Self.stopTimeoutMs : Self.replyTimeoutMs
-            let request = Request(id: 1, cmd: Command(rawValue: command.rawValue)!, timeoutMs: timeoutMs)
+            // A start says when the press was (its input event's own CLOCK_MONOTONIC time): with
+            // standby reeld records from there, so this process's and the socket's delays cost no frame.
+            let request = Request(id: 1, cmd: Command(rawValue: command.rawValue)!, timeoutMs: timeoutMs,
+                                  atNs: command == .start ? eventNs : nil)
             var reply: Reply?
             var failure: String?
             let sentNs = SystemClock.now()

@@ -27,6 +27,20 @@ final class PreRollProtocolTests: XCTestCase {
         }
     }
 
+    func testTheAskedInstantReachesStartOnly() throws {
+        let start = try parse(#"{"v":1,"cmd":"start","atNs":81234000000}"#).get()
+        XCTAssertEqual(start.atNs, 81_234_000_000)
+        XCTAssertEqual(try Wire.text(start), #"{"v":1,"cmd":"start","atNs":81234000000}"#)
+        XCTAssertNil(try parse(#"{"v":1,"cmd":"resume","atNs":5}"#).get().atNs)
+        // Any integer parses (reeld bounds it: PreRoll.askedAt); anything else names the field.
+        XCTAssertEqual(try parse(#"{"v":1,"cmd":"start","atNs":-9223372036854775808}"#).get().atNs, .min)
+        for field in [#""atNs":1.5"#, #""atNs":"1""#, #""atNs":9223372036854775808"#, #""atNs":[]"#] {
+            guard case let .failure(e) = parse(#"{"v":1,"id":4,"cmd":"start",\#(field)}"#) else { return XCTFail(field) }
+            XCTAssertEqual(e.error.code, ControlError.Code.badRequest, field)
+            XCTAssertTrue(e.error.message.contains(#""atNs""#), "\(field): \(e.error.message)")
+        }
+    }
+
     func testReplyAndStatusCarryThePreRoll() throws {
         var r = Reply(ok: true, file: "/o/a.mp4.part")
         r.startNs = 10

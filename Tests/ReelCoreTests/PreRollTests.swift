@@ -91,6 +91,26 @@ final class PreRollTests: XCTestCase {
         XCTAssertEqual(PreRoll.start(requestedAt: req, want: s, heldFrom: req + 10 * ms).at, req)
     }
 
+    func testAStartCountsFromWhenItsUserAskedWithinTheWindow() {
+        let req = 100 * s
+        // None said: the arrival.
+        XCTAssertEqual(PreRoll.askedAt(requestedAt: req, at: nil), req)
+        // A button's event 43 ms before the arrival: from the event.
+        XCTAssertEqual(PreRoll.askedAt(requestedAt: req, at: req - 43 * ms), req - 43 * ms)
+        XCTAssertEqual(PreRoll.askedAt(requestedAt: req, at: req - PreRoll.askedWindow), req - PreRoll.askedWindow)
+        // Older than the window: that far back only; later than the arrival: the arrival.
+        XCTAssertEqual(PreRoll.askedAt(requestedAt: req, at: req - 2 * s), req - PreRoll.askedWindow)
+        XCTAssertEqual(PreRoll.askedAt(requestedAt: req, at: req + 5 * ms), req)
+        // Any Int64 (a hostile client's) is safe: no arithmetic on it.
+        XCTAssertEqual(PreRoll.askedAt(requestedAt: req, at: .min), req - PreRoll.askedWindow)
+        XCTAssertEqual(PreRoll.askedAt(requestedAt: req, at: .max), req)
+        // Inside what standby holds beyond the pre-roll, with room for arming late.
+        XCTAssertLessThan(PreRoll.askedWindow, PreRoll.margin)
+        // With a pre-roll: S before the asked instant.
+        let asked = PreRoll.askedAt(requestedAt: req, at: req - 43 * ms)
+        XCTAssertEqual(PreRoll.start(requestedAt: asked, want: 1500 * ms, heldFrom: 90 * s).at, req - 43 * ms - 1500 * ms)
+    }
+
     func testHeldFromIsTheLatestOfTheStreamsEarliest() {
         XCTAssertEqual(PreRoll.heldFrom(video: .some(5 * s), audio: .some(4 * s)), 5 * s)
         XCTAssertEqual(PreRoll.heldFrom(video: .some(5 * s), audio: .some(6 * s)), 6 * s)

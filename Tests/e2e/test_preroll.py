@@ -220,3 +220,47 @@ def test_preroll_refusals(reel_bin_dir, reeld):
     reply, _, _, _ = start(r, "--pre-roll", "0.5")
     assert reply["preRollNs"] == 500_000_000, reply
     r.ctl("stop")
+
+
+def request(r, obj):
+    """One request line on the control socket, its reply (a client that says `atNs`, as
+    reel-button does; reelctl has no flag for it)."""
+    import socket
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(r.socket)
+        s.sendall(json.dumps(obj).encode() + b"\n")
+        return json.loads(s.makefile("rb").readline())
+
+
+def test_start_counts_from_the_instant_its_user_asked(reeld, tmp_path, note):
+    """`atNs` on `start` (reel-button's press time): with standby and no pre-roll, the recording
+    counts from that instant (up to 250 ms before the request arrived), not from the arrival: the
+    first frame is the first captured at or after it."""
+    fps = 30
+    frame = 10**9 // fps
+    r = reeld("asked", standby="true")
+    wait_warm(r)
+    time.sleep(0.6)   # the warm sources hold their 0.5 s (StandbyState.preroll)
+    t0 = source_t0(r, tmp_path, fps)
+    asked = time.monotonic_ns() - 120_000_000   # "pressed" 120 ms ago
+    reply = request(r, {"v": 1, "id": 1, "cmd": "start", "name": "asked", "atNs": asked})
+    assert reply["ok"] and reply["startNs"] == asked and reply["preRollNs"] == 0, reply
+    time.sleep(1.0)
+    rep = rv.analyze(r.ctl("stop").out.strip())
+    first = captured_ns(t0, rep["segments"][0]["first_ms"], fps)
+    note(f"start with atNs 120 ms before sending: first frame captured {(first - asked) / 1e6:.2f} ms after atNs")
+    assert 0 <= first - asked < frame, (first, asked)
+    assert not problems(rep), problems(rep)
+    # An instant older than the window counts as 250 ms before the arrival; a later one as the arrival.
+    sent = time.monotonic_ns()
+    old = request(r, {"v": 1, "id": 2, "cmd": "start", "name": "old", "atNs": sent - 5 * 10**9})
+    got = time.monotonic_ns()
+    assert old["ok"] and sent - 250_000_000 <= old["startNs"] <= got - 250_000_000, (sent, old, got)
+    r.ctl("stop")
+    sent = time.monotonic_ns()
+    late = request(r, {"v": 1, "id": 3, "cmd": "start", "name": "late", "atNs": sent + 60 * 10**9})
+    got = time.monotonic_ns()
+    assert late["ok"] and sent <= late["startNs"] <= got, (sent, late, got)
+    r.ctl("stop")
+    bad = request(r, {"v": 1, "id": 4, "cmd": "start", "name": "bad", "atNs": "soon"})
+    assert not bad["ok"] and bad["error"]["code"] == "bad_request" and '"atNs"' in bad["error"]["message"], bad

@@ -292,16 +292,28 @@ def test_tally_on_a_led_class_device(run):
 def test_press_to_first_frame_latency_with_standby(run):
     """From the pedal press (its input event's own timestamp) to the capture of the first recorded
     frame (originNs, from the status reel-button asks after its start), with standby, for every
-    start of the run (hold, long press, toggle, toggle): never a frame from before the press, and at most
-    one frame after reeld answered the start (the reaction this run measured). The target, one
-    frame plus 10 ms, is a figure for docs/PERFORMANCE.md, printed here (timed targets live in
-    measurements, not in test bounds): under TCG it was met by 2 of 3 starts (39.9 to 53.2 ms)."""
-    starts = [(ev, rep, origin) for cmd, ok, ev, rep, origin in button_log(run)["done"] if cmd == "start" and ok]
+    start of the run (hold, long press, toggle, toggle). reel-button's start says when the press
+    was (`atNs`), and reeld counts the recording from there when the request left within 250 ms
+    of it: then the first frame is the first captured at or after the press, less than one frame
+    later (the target, one frame plus 10 ms, docs/PERFORMANCE.md), however late the request came
+    under TCG. Never a frame from before the press."""
+    log = button_log(run)
+    starts = [(ev, rep, origin) for cmd, ok, ev, rep, origin in log["done"] if cmd == "start" and ok]
     assert len(starts) == 4 and all(o is not None for _, _, o in starts), starts
+    sent = {ev: s for ev, s in button_sent(run)}
     figures = [round((o - ev) / 1e6, 1) for ev, _, o in starts]
     print(f"press to first frame: {figures} ms (target {FRAME * 1000 + 10:.0f} ms); "
+          f"request sent after {[round((sent[ev] - ev) / 1e6, 1) for ev, _, _ in starts]} ms, "
           f"reeld answered after {[round((r - ev) / 1e6, 1) for ev, r, _ in starts]} ms")
-    assert all(ev <= o <= r + FRAME * 1e9 for ev, r, o in starts), [(ev, r, o) for ev, r, o in starts]
+    for ev, r, o in starts:
+        assert ev <= o, (ev, o)
+        bound = FRAME * 1e9 if sent[ev] - ev < 250e6 else r - ev + FRAME * 1e9
+        assert o - ev < bound, (ev, sent[ev], r, o)
+
+
+def button_sent(res):
+    """[(eventNs, sentNs)] of every command reel-button sent."""
+    return [(int(m[1]), int(m[2])) for m in re.finditer(r"done eventNs=(\d+) sentNs=(\d+)", res.text("button.log"))]
 
 
 def test_errors_and_help(run):

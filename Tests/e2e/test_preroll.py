@@ -11,6 +11,7 @@ reel_verify's. Sleeps only shape the schedule; waits for the pre-roll poll `stat
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 
@@ -220,3 +221,21 @@ def test_preroll_refusals(reel_bin_dir, reeld):
     reply, _, _, _ = start(r, "--pre-roll", "0.5")
     assert reply["preRollNs"] == 500_000_000, reply
     r.ctl("stop")
+
+
+def test_sighup_refuses_a_preroll_without_standby(reeld, tmp_path):
+    cfg = tmp_path / "reeld.toml"
+    cfg.write_text('standby = true\npre_roll = "1.5"\n')
+    r = reeld("hup", config=str(cfg))
+    wait_preroll(r)
+    cfg.write_text('standby = false\npre_roll = "1.5"\n')
+    r.proc.send_signal(signal.SIGHUP)
+    assert r.wait_notify("RELOADING=1", 5), r.log_tail()
+    deadline = time.monotonic() + 5
+    while "SIGHUP: configuration not reloaded" not in r.log_tail(50):
+        assert time.monotonic() < deadline, r.log_tail()
+        time.sleep(0.05)
+    log = r.log_tail(50)
+    assert "pre_roll 1.5 s needs standby = true" in log and "turn standby on" in log, log
+    # The old configuration stays: standby warm, the pre-roll held.
+    assert r.status()["preRollNs"] == S_NS

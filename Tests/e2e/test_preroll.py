@@ -96,7 +96,10 @@ def test_preroll_starts_s_before_the_request_in_sync_dropping_nothing(reeld, tmp
     time.sleep(2.5)
     st = r.status()
     assert st["state"] == "recording" and st["droppedFrames"] == 0 and st["preRollNs"] == 0, st
+    ta = time.monotonic_ns()
     stop = r.ctl("stop").out.strip()
+    again = r.status()
+    tb = time.monotonic_ns()
     rep = rv.analyze(stop)
     print(rv.format_report(rep))
     frame = 10**9 // fps
@@ -119,8 +122,7 @@ def test_preroll_starts_s_before_the_request_in_sync_dropping_nothing(reeld, tmp
     log = r.log_tail(400)
     assert "video frame(s) dropped" not in log and f"{rep['video']['frame_count']} frames, 0 dropped)" in log, log
     # Back to warm: the pre-roll fills again from the recording's end, never before it.
-    again = r.status()
-    assert again["preRollNs"] is not None and again["preRollNs"] < S_NS, again
+    assert again["preRollNs"] is not None and again["preRollNs"] <= tb - ta, (again, tb - ta)
 
 
 def test_preroll_counts_toward_the_length_cap(reeld, tmp_path, note):

@@ -222,6 +222,14 @@ def test_preroll_refusals(reel_bin_dir, reeld):
     wait_preroll(r)
     reply, _, _, _ = start(r, "--pre-roll", "0.5")
     assert reply["preRollNs"] == 500_000_000, reply
+    ta = time.monotonic_ns()
+    r.ctl("stop")
+    # At once again: only what was captured since the last recording ended, never before; the
+    # reply and the log say how much.
+    reply, sa, sb, _ = start(r)
+    request = reply["startNs"] + reply["preRollNs"]
+    assert sa <= request <= sb and 0 <= reply["preRollNs"] <= request - ta < S_NS, (reply, request - ta)
+    assert re.search(r"pre-roll: [0-9.]+ s of the 1\.5 s asked", r.log_tail(30)), r.log_tail(30)
     r.ctl("stop")
 
 

@@ -116,28 +116,31 @@ package final class LiveSources: MediaSink, @unchecked Sendable {
 
     /// From now on, keeps what is captured at or after `start` for the recording about to attach
     /// (what the pre-roll holds from then on included).
-    package func arm(at start: Nanos) {
-        monitor.withLock {
-            armedAt = start
-            var kept = 0
-            for e in held {
-                switch e {
-                case let .video(_, t) where !StandbyState.keepsVideo(capturedAt: t, start: start): release(e)
-                case let .audio(_, _, _, t) where !StandbyState.keepsAudio(capturedAt: t, start: start): release(e)
-                default: held[kept] = e; kept += 1
-                }
+    package func arm(at start: Nanos) { monitor.withLock { armLocked(at: start) } }
+
+    /// Under `monitor`.
+    private func armLocked(at start: Nanos) {
+        armedAt = start
+        var kept = 0
+        for e in held {
+            switch e {
+            case let .video(_, t) where !StandbyState.keepsVideo(capturedAt: t, start: start): release(e)
+            case let .audio(_, _, _, t) where !StandbyState.keepsAudio(capturedAt: t, start: start): release(e)
+            default: held[kept] = e; kept += 1
             }
-            held.removeLast(held.count - kept)
         }
+        held.removeLast(held.count - kept)
     }
 
     /// For a `start` asked at `requestedAt` wanting `want` of pre-roll: arms at `requestedAt - want`,
     /// or at the earliest instant every stream's held media covers when that is later
     /// (`PreRoll.start`). Returns the start instant and the pre-roll it got.
     package func arm(requestedAt: Nanos, preRoll want: Nanos) -> (at: Nanos, got: Nanos) {
-        let start = monitor.withLock { PreRoll.start(requestedAt: requestedAt, want: want, heldFrom: heldFrom) }
-        arm(at: start.at)
-        return start
+        monitor.withLock {
+            let start = PreRoll.start(requestedAt: requestedAt, want: want, heldFrom: heldFrom)
+            armLocked(at: start.at)
+            return start
+        }
     }
 
     /// Idle: the pre-roll a `start` now would get (the configured one, or less while the sources

@@ -108,11 +108,7 @@ package final class RecordingSession: MediaSink, @unchecked Sendable {
         self.schedule = schedule
         self.logger = logger
         live = sources
-        let vs: (any CaptureSource)?, aso: (any CaptureSource)?
-        if let sources { (vs, aso) = (sources.video, sources.audio) } else {
-            let own = try config.openSources(logger: logger)
-            (vs, aso) = (own.video, own.audio)
-        }
+        let (vs, aso) = try sources.map { ($0.video, $0.audio) } ?? { ($0.video, $0.audio) }(config.openSources(logger: logger))
         videoSource = vs
         audioSource = aso
         queue = BlockingQueue<Event>(capacity: PreRoll.queueCapacity(videoSlots: vs?.pool.slots ?? 0, audioSlots: aso?.pool.slots ?? 0))

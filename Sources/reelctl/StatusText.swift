@@ -39,6 +39,7 @@ enum StatusText {
             }
         }
         if let remaining = s.remainingNs { rows.append(("remaining", seconds(remaining))) }
+        if let preRoll = s.preRollNs { rows.append(("pre-roll", "\(seconds(preRoll)) held (a start now records from that long before it)")) }
         rows += [
             ("recorded", seconds(s.recordedNs)),
             ("frames", "\(s.frames)"),

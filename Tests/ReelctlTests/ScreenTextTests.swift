@@ -21,6 +21,10 @@ final class ScreenTextTests: XCTestCase {
         status.remainingNs = 500_000_000
         let text = StatusText.render(status)
         XCTAssertTrue(text.contains("takes:          2\n  1:            intro: from 0.000 s, 1.266 s\n  2:            Take 2: from 1.266 s, open\nremaining:      0.500 s\n"), text)
+        XCTAssertFalse(text.contains("pre-roll"), text)
+        status.preRollNs = 1_500_000_000
+        XCTAssertTrue(StatusText.render(status).contains("remaining:      0.500 s\npre-roll:       1.500 s held (a start now records from that long before it)\n"),
+                      StatusText.render(status))
     }
 
     func testStatusText() {

@@ -11,6 +11,7 @@ reel_verify's. Sleeps only shape the schedule; waits for the pre-roll poll `stat
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 
@@ -95,7 +96,10 @@ def test_preroll_starts_s_before_the_request_in_sync_dropping_nothing(reeld, tmp
     time.sleep(2.5)
     st = r.status()
     assert st["state"] == "recording" and st["droppedFrames"] == 0 and st["preRollNs"] == 0, st
+    ta = time.monotonic_ns()
     stop = r.ctl("stop").out.strip()
+    again = r.status()
+    tb = time.monotonic_ns()
     rep = rv.analyze(stop)
     print(rv.format_report(rep))
     frame = 10**9 // fps
@@ -118,8 +122,7 @@ def test_preroll_starts_s_before_the_request_in_sync_dropping_nothing(reeld, tmp
     log = r.log_tail(400)
     assert "video frame(s) dropped" not in log and f"{rep['video']['frame_count']} frames, 0 dropped)" in log, log
     # Back to warm: the pre-roll fills again from the recording's end, never before it.
-    again = r.status()
-    assert again["preRollNs"] is not None and again["preRollNs"] < S_NS, again
+    assert again["preRollNs"] is not None and again["preRollNs"] <= tb - ta, (again, tb - ta)
 
 
 def test_preroll_counts_toward_the_length_cap(reeld, tmp_path, note):
@@ -219,7 +222,33 @@ def test_preroll_refusals(reel_bin_dir, reeld):
     wait_preroll(r)
     reply, _, _, _ = start(r, "--pre-roll", "0.5")
     assert reply["preRollNs"] == 500_000_000, reply
+    ta = time.monotonic_ns()
     r.ctl("stop")
+    # At once again: only what was captured since the last recording ended, never before; the
+    # reply and the log say how much.
+    reply, sa, sb, _ = start(r)
+    request = reply["startNs"] + reply["preRollNs"]
+    assert sa <= request <= sb and 0 <= reply["preRollNs"] <= request - ta < S_NS, (reply, request - ta)
+    assert re.search(r"pre-roll: [0-9.]+ s of the 1\.5 s asked", r.log_tail(30)), r.log_tail(30)
+    r.ctl("stop")
+
+
+def test_sighup_refuses_a_preroll_without_standby(reeld, tmp_path):
+    cfg = tmp_path / "reeld.toml"
+    cfg.write_text('standby = true\npre_roll = "1.5"\n')
+    r = reeld("hup", config=str(cfg))
+    wait_preroll(r)
+    cfg.write_text('standby = false\npre_roll = "1.5"\n')
+    r.proc.send_signal(signal.SIGHUP)
+    assert r.wait_notify("RELOADING=1", 5), r.log_tail()
+    deadline = time.monotonic() + 5
+    while "SIGHUP: configuration not reloaded" not in r.log_tail(50):
+        assert time.monotonic() < deadline, r.log_tail()
+        time.sleep(0.05)
+    log = r.log_tail(50)
+    assert "pre_roll 1.5 s needs standby = true" in log and "turn standby on" in log, log
+    # The old configuration stays: standby warm, the pre-roll held.
+    assert r.status()["preRollNs"] == S_NS
 
 
 def request(r, obj):

@@ -404,6 +404,7 @@ def bench_booth(bindir, phase_s=10, phases=5):
                     if json.loads(f.readline()).get("event") == "preview":
                         frames += 1
             with_one.append(phase_cpu(pid, hz, read_frames))
+            f.close()   # the file object holds the socket open: both, or reeld keeps a subscriber
             s.close()
         med = lambda xs, i: statistics.median(x[i] for x in xs)
         print(f"\nbooth page: reeld recording 1280x720 30 fps, {phases} phases of {phase_s} s each way, "

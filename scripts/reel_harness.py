@@ -193,3 +193,14 @@ class Reeld:
             self.log.close()
             if not keep:
                 shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def unit_exposure(unit_file):
+    """`systemd-analyze security --offline=yes` of a unit file: (its overall exposure, the whole
+    output); the exposure is None when the output has no such line."""
+    import re
+    name = os.path.basename(str(unit_file))
+    p = subprocess.run(["systemd-analyze", "security", "--offline=yes", str(unit_file)],
+                       capture_output=True, text=True, timeout=60)
+    m = re.search(rf"Overall exposure level for {re.escape(name)}: (\d+\.\d+)", p.stdout)
+    return (float(m.group(1)) if m else None), p.stdout + p.stderr

@@ -252,7 +252,12 @@ function stateSentence() {
     case "recording": return `Recording take ${Math.max(n, 1)}.`;
     case "paused": return n ? `Paused after ${n} take${n === 1 ? "" : "s"}. Hold Record to add one, Retake to remove the last, Stop to finish.` : "Paused, no take kept. Hold Record to record.";
     case "stopping": return "Finishing the file…";
-    default: return status.standby === "warm" ? "Standby: ready to record at once." : "Idle: ready to record.";
+    default:
+      if (status.standby !== "warm") return "Idle: ready to record.";
+      // With a pre-roll (reeld's pre_roll setting) status says what a start now would get.
+      return status.preRollNs != null
+        ? "Standby: ready to record at once; a recording keeps the seconds before you press Record (pre-roll)."
+        : "Standby: ready to record at once.";
   }
 }
 

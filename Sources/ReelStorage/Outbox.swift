@@ -138,20 +138,15 @@ public struct Outbox: Sendable, Equatable {
     public func census(limit: Int = Outbox.censusLimit) -> OutboxCensus? {
         let fd = Sys.eintrSafe { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else { return nil }
-        // Unsafe pointer: readdir's DIR, owned here and closed by closedir (which closes fd).
-        guard let dir = fdopendir(fd) else { Sys.close(fd); return nil }
-        defer { closedir(dir) }
+        defer { Sys.close(fd) }
+        guard let (names, complete) = Sys.directoryNames(fd, limit: limit) else { return nil }
         var c = OutboxCensus()
-        var read = 0
-        while read < limit, let ent = readdir(dir) {
-            read += 1
-            let name = withUnsafeBytes(of: ent.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard name.hasSuffix(".mp4"), !name.hasPrefix(".") else { continue }
+        for name in names where name.hasSuffix(".mp4") && !name.hasPrefix(".") {
             var st = stat()
             guard fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0, st.st_mode & S_IFMT == S_IFREG else { continue }
-            c.add(bytes: Int64(st.st_size), modifiedNs: Nanos(st.st_mtim.tv_sec) * nanosPerSecond + Nanos(st.st_mtim.tv_nsec))
+            c.add(bytes: Int64(st.st_size), modifiedNs: Sys.nanos(st.st_mtim))
         }
-        c.complete = readdir(dir) == nil
+        c.complete = complete
         return c
     }
 }
@@ -185,6 +180,6 @@ public struct OutboxCensus: Equatable, Sendable {
         var ts = timespec()
         // Unsafe: clock_gettime fills the local timespec.
         clock_gettime(CLOCK_REALTIME, &ts)
-        return Nanos(ts.tv_sec) * nanosPerSecond + Nanos(ts.tv_nsec)
+        return Sys.nanos(ts)
     }
 }

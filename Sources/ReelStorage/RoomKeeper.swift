@@ -78,25 +78,14 @@ public final class RoomKeeper: Sendable {
 
     /// The output directory's entries that could be recordings (`*.mp4`, not hidden).
     static func list(_ dfd: Int32, outbox: Outbox) -> [RetentionEntry] {
-        let dup = fcntl(dfd, F_DUPFD_CLOEXEC, 0)
-        guard dup >= 0 else { return [] }
-        // Unsafe pointer: readdir's DIR, owned here and closed by closedir (which closes dup).
-        guard let dir = fdopendir(dup) else { Sys.close(dup); return [] }
-        defer { closedir(dir) }
-        var out: [RetentionEntry] = []
-        while let ent = readdir(dir) {
-            let name = withUnsafeBytes(of: ent.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard name.hasSuffix(".mp4"), !name.hasPrefix("."), let e = entry(dfd, name, outbox: outbox) else { continue }
-            out.append(e)
-        }
-        return out
+        (Sys.directoryNames(dfd)?.names ?? []).filter { $0.hasSuffix(".mp4") && !$0.hasPrefix(".") }.compactMap { entry(dfd, $0, outbox: outbox) }
     }
 
     static func entry(_ dfd: Int32, _ name: String, outbox: Outbox) -> RetentionEntry? {
         var st = stat(), marker = stat()
         guard fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
         return RetentionEntry(name: name, bytes: Int64(st.st_size),
-                              modifiedNs: Nanos(st.st_mtim.tv_sec) * nanosPerSecond + Nanos(st.st_mtim.tv_nsec),
+                              modifiedNs: Sys.nanos(st.st_mtim),
                               isRegular: st.st_mode & S_IFMT == S_IFREG, links: Int(st.st_nlink),
                               inOutbox: outbox.holds(name),
                               handoffPending: fstatat(dfd, ".\(name)\(Handoff.markerSuffix)", &marker, AT_SYMLINK_NOFOLLOW) == 0

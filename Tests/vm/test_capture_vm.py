@@ -47,7 +47,7 @@ def signal_wav(tmp_path_factory):
     return p
 
 
-JOINS_SECONDS = 75  # long enough for the slowest run seen (reelctl at 4 s a call)
+JOINS_SECONDS = 90  # per part; the joins part took 51 s here (reelctl at 0.4-4 s a call under TCG)
 JOINS_CAP = 5.0     # capture-record.sh: reelctl start --name joins-cap --max-duration 5
 
 
@@ -310,6 +310,15 @@ def test_joins_click_free_through_snd_aloop(capture, joins_wav):
     out, log = capture("capture-record")
     _, src = joins_wav
     problems = []
+    # Each part's source played to its end: a player that ran out before the part was over leaves
+    # the rest of it silent, which is the scenario's failure, not reeld's.
+    t = times(out)
+    for part in ("joins", "joins-cap"):
+        assert f"play-{part}" in t and f"player-{part}" in t, f"times.txt has no play-{part}/player-{part}: {sorted(t)}"
+        took = t[f"player-{part}"][0][0] - t[f"play-{part}"][0][0]
+        assert t[f"player-{part}"][0][2] == 0, (
+            f"{part}: the {JOINS_SECONDS} s source ran out before the part was over (it lasted {took:.1f} s; "
+            f"aplay-{part}.log: {read(out, f'aplay-{part}.log')!r}): lengthen JOINS_SECONDS")
     # joins.mp4: kept Take 1, b, c, d; stopped while paused
     status = json.loads(read(out, "joins-status.json"))
     host = os.path.join(out, "joins.mp4")

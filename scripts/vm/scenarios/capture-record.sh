@@ -52,9 +52,24 @@ kill $APLAY_PID 2>/dev/null || true
 # while it still held it got EBUSY and the joins were recorded silent (once in two runs).
 wait $APLAY_PID 2>/dev/null || true
 
-echo "play-joins $(now) $(now) 0" >> "$OUT/times.txt"
-aplay -q -D "$SPEAKER" "$IN/joins.wav" 2>>"$OUT/aplay-joins.log" &
-APLAY_PID=$!
+# play NAME: start the joins' source into the loopback for the part NAME; end_play NAME: stop it,
+# writing 'player-NAME T T RAN_OUT' to times.txt: 1 if it had already ended (a zombie or gone)
+# before the part was over (the test names that cause), 0 if it was still playing. Each part gets
+# its own player from the source's start: one player for both parts ran out during the cap under a
+# slow CI host, and the cap's recording was silent. (aplay exits 0 on SIGTERM too, so its status
+# cannot tell.)
+play() {
+    echo "play-$1 $(now) $(now) 0" >> "$OUT/times.txt"
+    aplay -q -D "$SPEAKER" "$IN/joins.wav" 2>>"$OUT/aplay-$1.log" &
+    APLAY_PID=$!
+}
+end_play() {
+    _state=$(cut -d' ' -f3 "/proc/$APLAY_PID/stat" 2>/dev/null || echo gone)
+    _out=0; case $_state in Z|gone) _out=1 ;; esac
+    kill $APLAY_PID 2>/dev/null || true; wait $APLAY_PID 2>/dev/null || true
+    echo "player-$1 $(now) $(now) $_out" >> "$OUT/times.txt"
+}
+play joins
 reeld_start --output-dir $REC --video $CAM --audio alsa:$MIC --size 320x180 --fps 10 --pixel-format yuyv --preset $PRESET \
     --sample-rate 48000 --channels 3 --audio-bitrate 288000
 # Each step waits for the previous reply, then this long (reelctl takes 0.4-4 s under TCG on a
@@ -75,12 +90,14 @@ step 0.5 jresume resume --label d
 step 1.0 jpause pause
 step 0.3 jstop stop --json > "$OUT/joins-stop.out"
 grep '^{' "$OUT/joins-stop.out" > "$OUT/joins-status.json"
+end_play joins
+play joins-cap
 # The cap: take 1 lasts the pause's round trip, the cap ends the second take.
 timed jstart start --name joins-cap --max-duration 5
 timed jpause pause
 step 0.3 jresume resume --label capped
 wait_state idle 30
 reelctl status --json > "$OUT/joins-cap-status.json"
-kill $APLAY_PID 2>/dev/null || true
+end_play joins-cap
 reeld_stop
 collect

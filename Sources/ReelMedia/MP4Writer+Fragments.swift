@@ -106,6 +106,11 @@ extension MP4Writer {
         // Safe: libavformat only reads a non-refcounted packet's data (movenc copies it into the fragment).
         pkt.pointee.data = UnsafeMutablePointer(mutating: p.data.baseAddress?.assumingMemoryBound(to: UInt8.self))
         pkt.pointee.size = Int32(p.data.count)
+        if t.realign {
+            // The first packet after an undo continues the muxer's clock exactly where it is.
+            t.shift = t.muxNext - toStream(dts)
+            t.realign = false
+        }
         let sdts = toStream(dts) + t.shift
         pkt.pointee.pts = toStream(pts) + t.shift
         pkt.pointee.dts = sdts

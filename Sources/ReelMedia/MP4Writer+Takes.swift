@@ -36,9 +36,8 @@ extension MP4Writer {
         var completeMicros: Int64
         var video: Track.State?
         var audio: Track.State?
-        /// The file dts (encoder time base) of the take's first packet on each track: where the
-        /// next take's packets continue after an undo.
-        var videoNext: Int64?
+        /// The file dts (audio encoder time base) of the take's first audio packet: where the next
+        /// take's audio continues after an undo.
         var audioNext: Int64?
     }
 
@@ -124,7 +123,7 @@ extension MP4Writer {
         boundary = nil
         let clock = (video ?? audio)!
         let start = video != nil ? b.videoStart : b.audioStart
-        let firstVideo = held.first(where: { $0.video }), firstAudio = held.first(where: { !$0.video })
+        let firstAudio = held.first(where: { !$0.video })
         // Each track must have data before the first fragment (the moov's edit lists come from it).
         let canCut = [video, audio].allSatisfy { $0 == nil || $0!.lastDts != nil } && heldVideo == nil
         if canCut {
@@ -133,7 +132,7 @@ extension MP4Writer {
             cuts.append(Cut(index: b.index, fileOffset: nextFileOffset,
                             fragments: fragments, sequence: sequence, nextCutMicros: nextCutMicros, completeMicros: complete.micros,
                             video: video?.state, audio: audio?.state,
-                            videoNext: firstVideo?.dts, audioNext: firstAudio?.dts ?? audio?.nextDts))
+                            audioNext: firstAudio?.dts ?? audio?.nextDts))
             writeMarker(TakeMarker(index: b.index, start: clock.toStream(start ?? 0), label: b.label ?? ""))
         } else {
             pendingMarkers.append(TakeMarker(index: b.index, start: clock.toStream(start ?? 0), label: b.label ?? ""))
@@ -205,12 +204,11 @@ extension MP4Writer {
         sequence = cut.sequence
         nextCutMicros = cut.nextCutMicros
         markers.removeAll { $0.index >= take }
-        for (t, state, next) in [(video, cut.video, cut.videoNext), (audio, cut.audio, cut.audioNext)] {
+        for (t, state) in [(video, cut.video), (audio, cut.audio)] {
             guard let t, let state else { continue }
             t.state = state
-            // The next packet continues at `next` in the file and at muxNext in the muxer.
-            let fileNext = next ?? (state.lastDts.map { $0 + 1 } ?? 0)
-            t.shift = t.muxNext - t.toStream(fileNext)
+            // The next packet, wherever the next take puts it in the file, goes in at muxNext.
+            t.realign = true
         }
         return cut.audioNext
     }

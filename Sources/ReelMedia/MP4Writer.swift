@@ -59,7 +59,8 @@ import ReelSystem
 /// - `rollback(take:)` (undo) cuts the file back to the take's marker (ftruncate: nothing kept is
 ///   rewritten), drops what was held of it, and restores every track's state to the cut. The
 ///   muxer's own clock cannot go back, so from then on each track's packets reach it `shift` ticks
-///   later and `FragmentRewrite` moves each fragment's `tfdt` back by as much before it reaches the
+///   later (set by the track's first packet after the undo, which goes in where the muxer's clock
+///   is) and `FragmentRewrite` moves each fragment's `tfdt` back by as much before it reaches the
 ///   file: a crash at any point leaves only fragments with true times.
 ///
 /// Note: FFmpeg 5.1's demuxer applies a fragmented file's edit list as a plain time offset, so ffprobe
@@ -107,6 +108,11 @@ public final class MP4Writer: @unchecked Sendable {
         var shift: Int64 = 0
         /// Where the muxer's clock is: the last packet's dts + duration given to it (stream time base).
         var muxNext: Int64 = 0
+        /// Set by an undo: the next packet's dts, whatever it is, sets `shift` so that it reaches the
+        /// muxer at `muxNext`. (Not the undone take's first dts: when the take's first frames were
+        /// dropped before the encoder, the next take's come earlier than that, and the muxer
+        /// refused them as going back.)
+        var realign = false
         let name: String
         init(index: Int32, timeBase: Rational, name: String) {
             self.index = index; self.trackID = UInt32(index) + 1; self.timeBase = timeBase; self.name = name

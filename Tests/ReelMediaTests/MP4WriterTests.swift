@@ -360,6 +360,54 @@ final class MP4WriterTests: XCTestCase {
         _ = try mp4.abandon()
     }
 
+    /// An undone take whose first frames never reached the encoder (dropped under load: seen in the
+    /// VM, 71 of a take's frames): its first packet came a second after the take's start. The next
+    /// take starts at the same start with a fresh x264, so its packets come before that one's: the
+    /// muxer must still get them on a clock that never goes back (it refused them, "non
+    /// monotonically increasing dts", and the recording failed). The file holds take 1 and the new
+    /// take 2 whole, and decodes clean.
+    func testUndoOfATakeWhoseFirstFramesWereDropped() throws {
+        let path = tempPath("undo-dropped-start.mp4")
+        var venc = try H264Encoder(width: 64, height: 64, fps: Rational(30), settings: H264Settings())
+        let mp4 = try MP4Writer(path: path, video: venc, audio: nil, fragmentMicros: 500_000)
+        let c = [UInt8](repeating: 128, count: 32 * 32)
+        func frame(_ n: Int64, luma: UInt8) throws {
+            let y = [UInt8](repeating: luma, count: 64 * 64)
+            try y.withUnsafeBufferPointer { y in
+                try c.withUnsafeBufferPointer { c in
+                    let f = I420Frame(y: y.baseAddress!, u: c.baseAddress!, v: c.baseAddress!, strideY: 64, strideU: 32, strideV: 32, width: 64, height: 64)
+                    try venc.encode(f, pts: n * 3000) { try mp4.writeVideo($0) }
+                }
+            }
+        }
+        try mp4.beginTake(index: 1, label: nil, start: 0)
+        for n in Int64(0)..<45 { try frame(n, luma: 60) }
+        try venc.flush { try mp4.writeVideo($0) }
+        // Take 2 starts at frame 45; frames 45 to 74 were dropped before the encoder.
+        venc = try H264Encoder(width: 64, height: 64, fps: Rational(30), settings: H264Settings())
+        try mp4.beginTake(index: 2, label: "dropped start", start: 45 * 3000)
+        for n in Int64(75)..<120 { try frame(n, luma: 200) }
+        XCTAssertEqual(mp4.takeMarkers.map(\.index), [1, 2])
+        _ = try mp4.rollback(take: 2)
+        venc = try H264Encoder(width: 64, height: 64, fps: Rational(30), settings: H264Settings())
+        try mp4.beginTake(index: 2, label: "again", start: 45 * 3000)
+        for n in Int64(45)..<90 { try frame(n, luma: 60) }
+        try venc.flush { try mp4.writeVideo($0) }
+        try mp4.finish()
+        let null = try shell(["ffmpeg", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
+        XCTAssertEqual(null.status, 0); XCTAssertEqual(null.err, "")
+        let gray = try shell(["ffmpeg", "-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "gray", "-"]).out
+        XCTAssertEqual(gray.count, 90 * 64 * 64, "take 1 and the new take 2: 90 frames")
+        let means = stride(from: 0, to: gray.count, by: 64 * 64).map { o in gray[o..<(o + 64 * 64)].reduce(0) { $0 + Int($1) } / (64 * 64) }
+        XCTAssertTrue(means.allSatisfy { abs($0 - 51) <= 4 }, "a frame of the undone take: \(means.filter { abs($0 - 51) > 4 }.prefix(5))")
+        // The frames sit on the grid: frame 45 at 1.5 s, the last at 89/30 s.
+        let pts = try shell(["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "frame=pts_time", "-of", "csv=p=0", path]).out
+        let times = String(decoding: pts, as: UTF8.self).split(separator: "\n").map { String($0) }
+        XCTAssertEqual(times.count, 90)
+        XCTAssertEqual(times.dropFirst(45).first, "1.500000")
+        XCTAssertEqual(times.last, "2.966667")
+    }
+
     /// The sizes `syncFile` saw. @unchecked Sendable: written and read on the test's thread only.
     private final class Synced: @unchecked Sendable { var sizes: [Int64] = [] }
 

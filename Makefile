@@ -26,6 +26,7 @@ deps:
 build: deps
 	$(SWIFT) build -c release --product reeld
 	$(SWIFT) build -c release --product reelctl
+	$(SWIFT) build -c release --product reel-verify
 	$(SWIFT) build -c release --product reel-web
 	$(SWIFT) build -c release --product reel-button
 
@@ -112,7 +113,7 @@ install-files:
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
 	  $(DESTDIR)$(SYSCONFDIR)/reel $(DESTDIR)$(DATADIR)/bash-completion/completions \
 	  $(DESTDIR)$(DATADIR)/zsh/site-functions $(DESTDIR)$(DATADIR)/fish/vendor_completions.d
-	install -m 0755 $(BIN_SRC)/reeld $(BIN_SRC)/reelctl $(BIN_SRC)/reel-web $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(BIN_SRC)/reeld $(BIN_SRC)/reelctl $(BIN_SRC)/reel-verify $(BIN_SRC)/reel-web $(DESTDIR)$(BINDIR)/
 	sed -e 's|/usr/local/bin/reeld|$(BINDIR)/reeld|' -e 's|/etc/reel/|$(SYSCONFDIR)/reel/|g' \
 	  systemd/reeld.service > $(DESTDIR)$(UNITDIR)/reeld.service
 	sed -e 's|/etc/reel/|$(SYSCONFDIR)/reel/|g' systemd/reeld.socket > $(DESTDIR)$(UNITDIR)/reeld.socket

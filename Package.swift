@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "reeld", targets: ["reeld"]),
         .executable(name: "reelctl", targets: ["reelctl"]),
+        .executable(name: "reel-verify", targets: ["reel-verify"]),
         .executable(name: "reel-web", targets: ["reel-web"]),
         .executable(name: "reel-button", targets: ["reel-button"]),
     ],
@@ -99,12 +100,18 @@ let package = Package(
                                          .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                          .product(name: "Logging", package: "swift-log")],
                           path: "Sources/reeld"),
-        // --- `reelctl verify`: checks a recording of the synthetic sources (port of scripts/reel_verify.py).
+        // --- `reel-verify` (and `reelctl verify`): checks a recording of the synthetic sources (port of scripts/reel_verify.py).
         // FFmpeg only (no x264, no devices). ---
         .target(name: "ReelVerify", dependencies: ["ReelCore", "ReelFFmpeg", "CFFmpeg", "CFFmpegShim"], path: "Sources/ReelVerify"),
 
+        .executableTarget(name: "reel-verify",
+                          dependencies: ["ReelVerify", "ReelCore",
+                                         .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                          path: "Sources/reel-verify"),
+
+        // reelctl links no FFmpeg: every script and button press starts it ('reelctl verify' runs reel-verify).
         .executableTarget(name: "reelctl",
-                          dependencies: ["ReelControl", "ReelCore", "ReelSystem", "ReelVerify",
+                          dependencies: ["ReelControl", "ReelCore", "ReelSystem",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/reelctl"),
 

@@ -23,6 +23,9 @@ struct Reelctl: ParsableCommand {
 
     /// Like ParsableCommand's main, but usage errors exit 2 (not 64) with a `reelctl: ` message.
     static func main() {
+        // 'reelctl verify' hands all of its arguments, --help included, to reel-verify.
+        let args = CommandLine.arguments.dropFirst()
+        if args.first == "verify" { VerifyTool.run(Array(args.dropFirst())) }
         do {
             var command = try parseAsRoot()
             try command.run()

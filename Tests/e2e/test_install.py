@@ -20,6 +20,7 @@ def test_install_tree(reel_bin_dir, tmp_path):
     make_install(reel_bin_dir, dest, "/opt/reel")
     want = {
         "opt/reel/bin/reeld": 0o755, "opt/reel/bin/reelctl": 0o755, "opt/reel/bin/reel-web": 0o755,
+        "opt/reel/bin/reel-verify": 0o755,
         "opt/reel/lib/systemd/system/reeld.service": 0o644, "opt/reel/lib/systemd/system/reeld.socket": 0o644,
         "opt/reel/lib/systemd/system/reel-web.service": 0o644,
         "opt/reel/lib/systemd/system/reel-upload.service": 0o644, "opt/reel/lib/systemd/system/reel-upload.path": 0o644,
@@ -47,6 +48,15 @@ def test_install_tree(reel_bin_dir, tmp_path):
     assert "EnvironmentFile=-/etc/reel/upload.env" in upload_unit
     assert "conf=${REEL_UPLOAD_CONFIG:-/etc/reel/rclone.conf}" in (dest / "opt/reel/lib/reel/reel-upload").read_text()
     assert "_reelctl" in (dest / "opt/reel/share/bash-completion/completions/reelctl").read_text()
+    # reelctl verify runs the installed reel-verify (its options, --help included, and its errors),
+    # and reelctl itself loads no FFmpeg: every script's and button's call starts it.
+    ctl = str(dest / "opt/reel/bin/reelctl")
+    h = subprocess.run([ctl, "verify", "--help"], capture_output=True, text=True, timeout=30)
+    assert h.returncode == 0 and "--schedule-tolerance-ms" in h.stdout and "reel-verify" in h.stdout, (h.stdout, h.stderr)
+    e = subprocess.run([ctl, "verify", str(tmp_path / "absent.mp4")], capture_output=True, text=True, timeout=30)
+    assert e.returncode == 2 and e.stderr.startswith("reel-verify: ") and "absent.mp4" in e.stderr, (e.returncode, e.stderr)
+    libs = subprocess.run(["ldd", ctl], capture_output=True, text=True, timeout=30).stdout
+    assert not any(n in libs for n in ("libavcodec", "libavformat", "libx264")), libs
     check = subprocess.run([str(dest / "opt/reel/bin/reeld"), "--check-config", "--config", str(dest / "etc/reel/reeld.toml")],
                            capture_output=True, text=True, timeout=30)
     assert check.returncode == 0, check.stderr

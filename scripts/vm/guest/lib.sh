@@ -81,13 +81,23 @@ sleep_until() {
 }
 
 # --- Real-driver capture scenarios (vivid + snd-aloop) ---
-# wait_state STATE SECONDS: until reelctl status says STATE.
+# wait_state STATE SECONDS: until reeld's state is STATE, read from its event stream: subscribed
+# first, then the current state read once, so no change is missed. (It polled `reelctl status`
+# every 0.1 s: under emulation each reelctl start costs ~0.5 s of a vCPU, which the recording it
+# waited on then lacked.) SECONDS bounds the wait for each line of the stream.
 wait_state() {
-    _n=$(( $2 * 10 ))
-    until reelctl status --json | grep -q "\"state\":\"$1\""; do
-        _n=$((_n - 1)); [ $_n -gt 0 ] || { log "reeld did not reach state $1 within $2 s"; return 1; }
-        sleep 0.1
-    done
+    _fifo=/tmp/wait_state.$$; rm -f "$_fifo"; mkfifo "$_fifo"
+    reelctl events > "$_fifo" 2>>"$OUT/wait_state.log" &
+    _evp=$!
+    _rc=1
+    while IFS= read -r -t "$2" _l; do
+        case $_l in
+            *'"subscribed":true'*) reelctl status --json | grep -q "\"state\":\"$1\"" && { _rc=0; break; } ;;
+            *'"event":"state","state":"'"$1"'"'*) _rc=0; break ;;
+        esac
+    done < "$_fifo"
+    kill "$_evp" 2>/dev/null || true; wait "$_evp" 2>/dev/null || true; rm -f "$_fifo"
+    [ $_rc = 0 ] || { log "reeld did not reach state $1 within $2 s"; reelctl status --json || true; return 1; }
 }
 # wait_standby STANDBY SECONDS: until reelctl status says standby is STANDBY (warm, failed).
 wait_standby() {

@@ -4,6 +4,7 @@ end-to-end tests (Tests/e2e/conftest.py) and `make demo` (scripts/demo.py)."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -193,6 +194,22 @@ class Reeld:
             self.log.close()
             if not keep:
                 shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def recording_for(seconds, segments=1):
+    """A wait_notify_after predicate: a STATUS= line of a recording with at least `seconds` recorded
+    (and `segments` segments; None: any). reeld refreshes the line once a second from the recorded
+    time, which advances in bursts on a busy host, so a given second may never be shown (CI saw
+    00:00:02 followed by 00:00:04): tests wait for "at least", never for one second's line."""
+    pattern = re.compile(r"STATUS=recording (\d+):(\d\d):(\d\d), (\d+) segments?")
+
+    def pred(line):
+        m = pattern.fullmatch(line)
+        if not m:
+            return False
+        h, mi, se, n = (int(x) for x in m.groups())
+        return h * 3600 + mi * 60 + se >= seconds and (segments is None or n == segments)
+    return pred
 
 
 def unit_exposure(unit_file):

@@ -19,6 +19,7 @@ import pytest
 
 import reel_verify as rv
 from test_finish import assert_finished
+from reel_harness import recording_for  # scripts/, on sys.path through conftest.py
 
 WAIT = 30.0
 LEFT_FREE = 600_000  # bytes left beside the filler: ~5 s at the ~120 kB/s below
@@ -169,7 +170,7 @@ def test_disk_full_ends_the_recording_cleanly_and_reeld_recovers(reeld, small_tm
         mark = len(r.notifications)
         r.ctl("start", "--name", "after")
         # 2 s or more recorded (a late tick may skip a second's line).
-        assert r.wait_notify_after(mark, lambda l: re.fullmatch(r"STATUS=recording 00:00:0[2-9], 1 segment", l), WAIT), \
+        assert r.wait_notify_after(mark, recording_for(2), WAIT), \
             r.notifications[mark:]
         dropped = r.status()["droppedFrames"]
         after = r.ctl("stop").out.strip()

@@ -11,6 +11,7 @@ import select
 import signal
 import subprocess
 import tempfile
+from reel_harness import recording_for  # scripts/, on sys.path through conftest.py
 
 HOOK = """#!/bin/sh
 printf '%s recovered=%s by=%s\\n' "$1" "$REEL_RECOVERED" "$REEL_FINISHED_BY" >> {ran}
@@ -38,7 +39,7 @@ def test_a_stopped_recording_is_handed_on_once_and_says_how(reeld):
     hook, ran = make_hook()
     r = reeld("handoff-stop", **{"on-finish": hook})
     r.ctl("start", "--name", "stopped")
-    assert r.wait_notify_after(0, lambda l: l == "STATUS=recording 00:00:01, 1 segment", 10)
+    assert r.wait_notify_after(0, recording_for(1), 10)
     final = r.ctl("stop").out.strip()
     assert r.terminate() == 0, r.log_tail()
     assert lines(ran) == [f"{final} recovered=0 by=stop"], f"{lines(ran)}\n{r.log_tail()}"
@@ -64,7 +65,7 @@ def test_a_recording_recovered_after_a_crash_is_handed_on_once(reeld):
     hook, ran = make_hook()
     r = reeld("handoff-crash", **{"on-finish": hook})
     r.ctl("start", "--name", "crashed")
-    assert r.wait_notify_after(0, lambda l: l == "STATUS=recording 00:00:02, 1 segment", 10)
+    assert r.wait_notify_after(0, recording_for(2), 10)
     r.proc.kill()
     r.proc.wait()
     final = os.path.join(r.out_dir, "crashed.mp4")
@@ -89,7 +90,7 @@ def test_a_crash_between_the_rename_and_the_hook_hands_the_file_on_at_the_next_s
     hook, ran = make_hook()
     r = reeld("handoff-kill", _env={"REEL_TEST_HANDOFF_STOP_AFTER": "rename"}, **{"on-finish": hook})
     r.ctl("start", "--name", "interrupted")
-    assert r.wait_notify_after(0, lambda l: l == "STATUS=recording 00:00:01, 1 segment", 10)
+    assert r.wait_notify_after(0, recording_for(1), 10)
     r.ctl("stop", expect_ok=False)
     assert r.proc.wait(30) == 99, r.log_tail()
     final = os.path.join(r.out_dir, "interrupted.mp4")
@@ -121,7 +122,7 @@ def test_the_hook_timeout_kills_its_whole_process_group(reeld):
     rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     try:
         r.ctl("start", "--name", "grouped")
-        assert r.wait_notify_after(0, lambda l: l == "STATUS=recording 00:00:01, 1 segment", 10)
+        assert r.wait_notify_after(0, recording_for(1), 10)
         r.ctl("stop")
         got = b""
         while not got.endswith(b"\n"):
@@ -170,7 +171,7 @@ def test_the_hook_does_not_inherit_reelds_scheduling_policy_or_nice(reeld):
     if root:
         assert int(fields[16]) == -5, f"reeld is not at nice -5: nothing is tested ({fields})"
     r.ctl("start", "--name", "prio")
-    assert r.wait_notify_after(0, lambda l: l == "STATUS=recording 00:00:01, 1 segment", 10)
+    assert r.wait_notify_after(0, recording_for(1), 10)
     r.ctl("stop")
     assert r.terminate() == 0, r.log_tail()
     # After ")": field 3 (state) first; nice is field 19, the policy field 41.

@@ -15,7 +15,7 @@ import tempfile
 import time
 
 import pytest
-from reel_harness import Reeld  # scripts/, on sys.path through conftest.py
+from reel_harness import Reeld, recording_for  # scripts/, on sys.path through conftest.py
 
 HOOK = """#!/bin/sh
 name=$(basename "$1")
@@ -50,7 +50,7 @@ def test_a_stopped_recording_is_linked_before_on_finish_and_counted(reeld):
     r = reeld("outbox-stop", **{"on-finish": hook, "outbox-dir": outbox, "metrics-file": metrics})
     assert os.path.isdir(outbox), "reeld did not create the outbox"
     r.ctl("start", "--name", "stopped")
-    assert r.wait_notify_after(0, lambda l: l == "STATUS=recording 00:00:01, 1 segment", 10)
+    assert r.wait_notify_after(0, recording_for(1), 10)
     final = r.ctl("stop").out.strip()
     link = os.path.join(outbox, "stopped.mp4")
     assert same_file(final, link) and os.lstat(final).st_nlink == 2
@@ -85,7 +85,7 @@ def test_a_recording_recovered_after_kill_9_is_linked_before_on_finish(reeld):
     d, outbox, hook, ran = make_outbox()
     r = reeld("outbox-crash", **{"on-finish": hook, "outbox-dir": outbox})
     r.ctl("start", "--name", "crashed")
-    assert r.wait_notify_after(0, lambda l: l == "STATUS=recording 00:00:02, 1 segment", 10)
+    assert r.wait_notify_after(0, recording_for(2), 10)
     r.proc.kill()
     r.proc.wait()
     assert os.listdir(outbox) == [], "a recording in progress was linked"
@@ -106,7 +106,7 @@ def test_a_crash_between_the_rename_and_on_finish_still_reaches_the_outbox_once(
     d, outbox, hook, ran = make_outbox()
     r = reeld(f"outbox-kill-{step}", _env={"REEL_TEST_HANDOFF_STOP_AFTER": step}, **{"on-finish": hook, "outbox-dir": outbox})
     r.ctl("start", "--name", "interrupted")
-    assert r.wait_notify_after(0, lambda l: l == "STATUS=recording 00:00:01, 1 segment", 10)
+    assert r.wait_notify_after(0, recording_for(1), 10)
     r.ctl("stop", expect_ok=False)
     assert r.proc.wait(30) == 99, r.log_tail()
     final, link = os.path.join(r.out_dir, "interrupted.mp4"), os.path.join(outbox, "interrupted.mp4")
@@ -138,7 +138,7 @@ def test_a_planted_symlink_in_the_outbox_is_neither_followed_nor_replaced(reeld)
     assert c.rc != 0 and f"{outbox}/early.mp4" in c.err and "waiting for upload" in c.err, c
     r.ctl("start", "--name", "planted")
     os.symlink(target, os.path.join(outbox, "planted.mp4"))
-    assert r.wait_notify_after(0, lambda l: l == "STATUS=recording 00:00:01, 1 segment", 10)
+    assert r.wait_notify_after(0, recording_for(1), 10)
     final = r.ctl("stop").out.strip()
     assert r.terminate() == 0, r.log_tail()
     assert os.readlink(os.path.join(outbox, "planted.mp4")) == target

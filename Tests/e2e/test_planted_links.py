@@ -4,6 +4,7 @@ replacing a file already there, whoever planted it and whenever."""
 
 import os
 import time
+from reel_harness import recording_for  # scripts/, on sys.path through conftest.py
 
 
 def victim(path, text=b"a recording nobody may overwrite\n"):
@@ -55,7 +56,7 @@ def test_a_file_planted_at_the_final_name_is_not_replaced(reeld):
     (today the final rename did); it is kept under the next free name, which stop prints."""
     r = reeld("planted-final")
     r.ctl("start", "--name", "y")
-    assert r.wait_notify_after(0, lambda l: l == "STATUS=recording 00:00:01, 1 segment", 10)
+    assert r.wait_notify_after(0, recording_for(1), 10)
     final = os.path.join(r.out_dir, "y.mp4")
     before = victim(final)
     got = r.ctl("stop").out.strip()

@@ -12,6 +12,7 @@ import subprocess
 import numpy as np
 
 import reel_verify as rv
+from reel_harness import recording_for  # scripts/, on sys.path through conftest.py
 
 W, H, FPS, RATE = 320, 180, 15, 48000
 
@@ -78,7 +79,7 @@ def test_gstreamer_reads_a_recording_recovered_after_a_crash(reeld, tmp_path):
     # about 6 s in (reeld's once-a-second STATUS= says so), kill it: no stop, no trailer. The
     # video keeps at least 3 s: the open fragment and x264's delay (~1 s at 15 fps) are lost.
     # (a line per supervisor tick, so a second may be skipped: any from 6 to 9 will do)
-    assert r.wait_notify_after(mark, lambda l: re.fullmatch(r"STATUS=recording 00:00:0[6-9], 1 segment", l), 30), \
+    assert r.wait_notify_after(mark, recording_for(6), 30), \
         r.log_tail()
     r.proc.kill()
     r.proc.wait()

@@ -5,6 +5,7 @@ finish is kept byte for byte (moved aside as NAME.mp4.part.damaged) and reported
 import os
 import subprocess
 import time
+from reel_harness import recording_for  # scripts/, on sys.path through conftest.py
 
 HOSTILE = bytes.fromhex("00000008" "66747970" "00000001" "66726565" "7fffffffffffffff")  # ftyp, free of 2^63-1 bytes
 
@@ -27,7 +28,7 @@ def decodes_clean(path):
 def record_a_little(r, name):
     """A short recording through the daemon: it still works."""
     r.ctl("start", "--name", name)
-    assert r.wait_notify_after(len(r.notifications), lambda l: l.startswith("STATUS=recording 00:00:01"), 15)
+    assert r.wait_notify_after(len(r.notifications), recording_for(1), 15)
     final = r.ctl("stop").out.strip()
     ok, err = decodes_clean(final)
     assert ok, err

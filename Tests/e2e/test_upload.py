@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from reel_harness import unit_exposure
+from reel_harness import unit_exposure, recording_for
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO, "scripts", "reel-upload")
@@ -374,7 +374,7 @@ def test_a_reeld_recording_arrives(reeld_with_outbox, reeld, tmp_path, server):
     conf = rclone_conf(tmp_path / "rclone.conf", server)
     r = reeld("upload", size="160x90", fps="15", **{"outbox-dir": str(outbox)})
     r.ctl("start", "--name", "take")
-    assert r.wait_notify_after(len(r.notifications), lambda l: l.startswith("STATUS=recording 00:00:01"), 15)
+    assert r.wait_notify_after(len(r.notifications), recording_for(1), 15)
     final = r.ctl("stop").out.strip()
     assert os.path.basename(final) == "take.mp4"
     # the link comes after the rename (issue 26's contract: before on_finish, not before stop's reply)
@@ -394,7 +394,7 @@ def test_a_recording_recovered_after_sigkill_arrives(reeld_with_outbox, reeld, t
     opts = {"outbox-dir": str(outbox), "output-dir": str(out_dir)}
     r = reeld("crash", size="160x90", fps="15", **opts)
     r.ctl("start", "--name", "cut")
-    assert r.wait_notify_after(len(r.notifications), lambda l: l.startswith("STATUS=recording 00:00:03"), 20)
+    assert r.wait_notify_after(len(r.notifications), recording_for(3), 20)
     r.proc.send_signal(signal.SIGKILL)
     r.proc.wait()
     assert os.listdir(outbox) == [] and os.path.exists(out_dir / "cut.mp4.part")

@@ -104,14 +104,17 @@ let package = Package(
         // FFmpeg only (no x264, no devices). ---
         .target(name: "ReelVerify", dependencies: ["ReelCore", "ReelFFmpeg", "CFFmpeg", "CFFmpegShim"], path: "Sources/ReelVerify"),
 
+        // The command-line programs' one main (usage errors exit 2) and exit statuses.
+        .target(name: "ReelCommandLine", dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")],
+                path: "Sources/ReelCommandLine"),
         .executableTarget(name: "reel-verify",
-                          dependencies: ["ReelVerify", "ReelCore",
+                          dependencies: ["ReelVerify", "ReelCore", "ReelCommandLine",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/reel-verify"),
 
         // reelctl links no FFmpeg: every script and button press starts it ('reelctl verify' runs reel-verify).
         .executableTarget(name: "reelctl",
-                          dependencies: ["ReelControl", "ReelCore", "ReelSystem",
+                          dependencies: ["ReelControl", "ReelCore", "ReelSystem", "ReelCommandLine",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/reelctl"),
 
@@ -134,7 +137,7 @@ let package = Package(
         // decisions (ReelButton: debounce, hold, long press, the LED's pattern) are pure. ---
         .target(name: "ReelButton", dependencies: ["ReelCore", "ReelConfig", "ReelControl"], path: "Sources/ReelButton"),
         .executableTarget(name: "reel-button",
-                          dependencies: ["ReelButton", "ReelConfig", "ReelControl", "ReelSystem", "ReelCore", "CEvdev",
+                          dependencies: ["ReelButton", "ReelConfig", "ReelControl", "ReelSystem", "ReelCore", "CEvdev", "ReelCommandLine",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/reel-button"),
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReelButton
+import ReelCommandLine
 import ReelConfig
 import ReelControl
 import ReelSystem
@@ -40,18 +41,7 @@ struct ReelButtonCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Path of reeld's control socket.", valueName: "path"))
     var socket: String?
 
-    static func main() {
-        do {
-            var command = try parseAsRoot()
-            try command.run()
-        } catch {
-            if exitCode(for: error) == .success { exit(withError: error) }  // --help
-            var message = fullMessage(for: error)
-            if message.hasPrefix("Error: ") { message.removeFirst("Error: ".count) }
-            say(message.trimmingCharacters(in: .whitespacesAndNewlines))
-            Foundation.exit(2)
-        }
-    }
+    static func main() { mainExitingTwoOnUsage(program: "reel-button") }
 
     func run() throws {
         ProcessSignals.block()  // before any thread: every thread inherits the mask
@@ -64,6 +54,4 @@ struct ReelButtonCommand: ParsableCommand {
 }
 
 /// One line on stderr (the journal under systemd).
-func say(_ message: String) {
-    FileHandle.standardError.write(Data("reel-button: \(message)\n".utf8))
-}
+func say(_ message: String) { printError("reel-button", message) }

@@ -1,6 +1,7 @@
 import ReelCore
 import ArgumentParser
 import Foundation
+import ReelCommandLine
 import ReelVerify
 
 /// `reel-verify FILE` (also `reelctl verify FILE`, which runs it): checks a recording of
@@ -28,20 +29,7 @@ struct ReelVerifyCommand: ParsableCommand {
             """)
 
     /// Like ParsableCommand's main, but usage errors exit 2 (not 64), as reelctl's do.
-    static func main() {
-        do {
-            var command = try parseAsRoot()
-            try command.run()
-        } catch let error as ExitCode {
-            exit(withError: error)
-        } catch {
-            if exitCode(for: error) == .success { exit(withError: error) }  // --help
-            var message = fullMessage(for: error)
-            if message.hasPrefix("Error: ") { message.removeFirst("Error: ".count) }
-            printError(message.trimmingCharacters(in: .whitespacesAndNewlines))
-            Foundation.exit(ExitStatus.usage)
-        }
-    }
+    static func main() { mainExitingTwoOnUsage(program: "reel-verify") }
 
     @Argument(help: ArgumentHelp("The MP4 file to check.", valueName: "file"))
     var file: String
@@ -112,11 +100,4 @@ struct ReelVerifyCommand: ParsableCommand {
     }
 }
 
-enum ExitStatus {
-    static let refused: Int32 = 1
-    static let usage: Int32 = 2
-}
-
-func printError(_ message: String) {
-    FileHandle.standardError.write(Data("reel-verify: \(message)\n".utf8))
-}
+func printError(_ message: String) { printError("reel-verify", message) }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ReelCommandLine
 import Foundation
 import ReelControl
 import ReelCore
@@ -20,14 +21,7 @@ struct GlobalOptions: ParsableArguments {
     }
 }
 
-enum ExitStatus {
-    static let refused: Int32 = 1
-    static let usage: Int32 = 2
-}
-
-func printError(_ message: String) {
-    FileHandle.standardError.write(Data("reelctl: \(message)\n".utf8))
-}
+func printError(_ message: String) { printError("reelctl", message) }
 
 /// The part of reeld's reply a command prints (`what` names it); without it (a reeld of another
 /// version) the command says so and exits as refused.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ReelCommandLine
 import ReelControl
 
 @main
@@ -26,18 +27,7 @@ struct Reelctl: ParsableCommand {
         // 'reelctl verify' hands all of its arguments, --help included, to reel-verify.
         let args = CommandLine.arguments.dropFirst()
         if args.first == "verify" { VerifyTool.run(Array(args.dropFirst())) }
-        do {
-            var command = try parseAsRoot()
-            try command.run()
-        } catch let error as ExitCode {
-            exit(withError: error)  // already reported by the subcommand
-        } catch {
-            if exitCode(for: error) == .success { exit(withError: error) }  // --help
-            var message = fullMessage(for: error)
-            if message.hasPrefix("Error: ") { message.removeFirst("Error: ".count) }
-            printError(message.trimmingCharacters(in: .whitespacesAndNewlines))
-            Foundation.exit(ExitStatus.usage)
-        }
+        mainExitingTwoOnUsage(program: "reelctl")
     }
 
     func run() throws {

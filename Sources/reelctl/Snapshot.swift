@@ -1,4 +1,5 @@
 import ArgumentParser
+import ReelCommandLine
 import Foundation
 import ReelControl
 import ReelCore

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ReelCommandLine
 import Foundation
 
 /// `reelctl verify ...` runs `reel-verify` (installed beside reelctl) with the same arguments. The

@@ -5,7 +5,7 @@ import Foundation
 /// `reelctl verify ...` runs `reel-verify` (installed beside reelctl) with the same arguments. The
 /// checker decodes with FFmpeg; linking it here made every reelctl call, a pause from a script
 /// or a button, load FFmpeg and its codecs' ~130 libraries: 5 times the start-up (50 ms instead of
-/// 10 on the host, about 1 s instead of 0.2 under the test bed's emulation).
+/// 10 on the host, 1.0 s instead of 0.52 in the test bed's emulated guest).
 struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check a recording of the synthetic test sources: segments, pauses cut, timestamp gaps, A/V offset (runs reel-verify).",
@@ -25,6 +25,7 @@ enum VerifyTool {
     /// it cannot.
     static func run(_ arguments: [String]) -> Never {
         let path = siblingPath()
+        // Unsafe pointers: execv's argv, C strings that live until the exec replaces the process.
         let argv: [UnsafeMutablePointer<CChar>?] = (["reel-verify"] + arguments).map { strdup($0) } + [nil]
         execv(path, argv)
         let reason = String(cString: strerror(errno))

@@ -196,26 +196,32 @@ class Reeld:
                 shutil.rmtree(self.dir, ignore_errors=True)
 
 
+STATUS_RECORDING = re.compile(r"STATUS=recording (\d+):(\d\d):(\d\d), (\d+) segments?")
+
+
+def recorded(line):
+    """(seconds recorded, segments) of a STATUS= line of a recording; None for any other line."""
+    m = STATUS_RECORDING.fullmatch(line)
+    if not m:
+        return None
+    h, mi, se, n = (int(x) for x in m.groups())
+    return h * 3600 + mi * 60 + se, n
+
+
 def recording_for(seconds, segments=1):
     """A wait_notify_after predicate: a STATUS= line of a recording with at least `seconds` recorded
     (and `segments` segments; None: any). reeld refreshes the line once a second from the recorded
     time, which advances in bursts on a busy host, so a given second may never be shown (CI saw
     00:00:02 followed by 00:00:04): tests wait for "at least", never for one second's line."""
-    pattern = re.compile(r"STATUS=recording (\d+):(\d\d):(\d\d), (\d+) segments?")
-
     def pred(line):
-        m = pattern.fullmatch(line)
-        if not m:
-            return False
-        h, mi, se, n = (int(x) for x in m.groups())
-        return h * 3600 + mi * 60 + se >= seconds and (segments is None or n == segments)
+        r = recorded(line)
+        return r is not None and r[0] >= seconds and (segments is None or r[1] == segments)
     return pred
 
 
 def unit_exposure(unit_file):
     """`systemd-analyze security --offline=yes` of a unit file: (its overall exposure, the whole
     output); the exposure is None when the output has no such line."""
-    import re
     name = os.path.basename(str(unit_file))
     p = subprocess.run(["systemd-analyze", "security", "--offline=yes", str(unit_file)],
                        capture_output=True, text=True, timeout=60)

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from reel_harness import recording_for  # scripts/, on sys.path through conftest.py
+from reel_harness import recorded, recording_for  # scripts/, on sys.path through conftest.py
 
 WATCHDOG_USEC = 500_000  # reeld pings every 250 ms
 
@@ -38,7 +38,7 @@ def test_notify_status_watchdog_and_freeze(reeld):
     # one segment; a busy host may skip a second's line)
     line = r.wait_notify_after(0, recording_for(1), 5)
     assert line, f"no 'recording' status with a second recorded: {r.notifications}"
-    first = int(line.split()[1].split(":")[2].rstrip(","))
+    first, _ = recorded(line)
     assert r.wait_notify_after(0, recording_for(first + 1), 5), f"the recorded time did not advance past {first} s: {r.notifications}"
     mark = len(r.notifications)
     assert r.wait_notify_after(mark, lambda l: l == "WATCHDOG=1", 2), "no WATCHDOG=1 while recording"

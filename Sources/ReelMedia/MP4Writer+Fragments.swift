@@ -19,8 +19,17 @@ extension MP4Writer {
         if let failure { throw failure }
         if var b = boundary, let start = b.videoStart, b.videoCrossed || p.pts >= start {
             if !b.videoCrossed {
-                // The last packet before the take gets its true duration now.
-                if let h = heldVideo { try writeHeldVideo(h, duration: max(1, p.dts - h.dts), video) }
+                // The last packet before the take ends where the take's first packet begins, but
+                // at most one frame after it when the take's cut will start a fragment (the audio
+                // has data; see cutTake): frames dropped at the take's start are then a gap that
+                // the fragment's tfdt covers (the finisher and FFmpeg show the frame until then).
+                // Stretched over them, it reached past where a retake of the same start begins
+                // after an undo, and the finisher refused the file as damaged.
+                if let h = heldVideo {
+                    let untilTake = max(1, p.dts - h.dts)
+                    let cutStartsFragment = audio == nil || audio?.lastDts != nil
+                    try writeHeldVideo(h, duration: cutStartsFragment ? min(untilTake, max(1, h.duration)) : untilTake, video)
+                }
                 b.videoCrossed = true
                 boundary = b
             }

@@ -406,6 +406,16 @@ final class MP4WriterTests: XCTestCase {
         XCTAssertEqual(times.count, 90)
         XCTAssertEqual(times.dropFirst(45).first, "1.500000")
         XCTAssertEqual(times.last, "2.966667")
+        // Finished into a standard MP4 (what reeld does at stop and at start-up recovery): take 1's
+        // last frame must not still reach over the dropped second into the new take 2 (the
+        // finisher refused the file as damaged: "its previous samples end at 225000"), and the
+        // frames keep their times: 3.0 s, frame 45 at 1.5 s.
+        try MP4Finisher.finish(path: path)
+        let fin = try shell(["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "frame=pts_time", "-of", "csv=p=0", path]).out
+        let finTimes = String(decoding: fin, as: UTF8.self).split(separator: "\n").map { String($0) }
+        XCTAssertEqual(finTimes.count, 90)
+        XCTAssertEqual(finTimes.dropFirst(45).first, "1.500000")
+        XCTAssertEqual(finTimes.last, "2.966667")
     }
 
     /// The sizes `syncFile` saw. @unchecked Sendable: written and read on the test's thread only.
